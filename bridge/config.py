@@ -1,0 +1,293 @@
+"""Settings: read once from TOML, then environment overrides, into one typed object.
+
+Environment variables override file values: `RHYTHM_BRIDGE_<KEY>` with `__` between
+levels, e.g. `RHYTHM_BRIDGE_DATABASE__URL=postgresql://...` or
+`RHYTHM_BRIDGE_SOURCES__WHOOP__ENABLED=true`. Values are read as TOML literals when they
+parse as one (`true`, `15`, `["a", "b"]`) and as plain strings otherwise.
+`RHYTHM_BRIDGE_CONFIG` names the config file itself.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from datetime import time, tzinfo
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bridge.errors import ConfigError
+
+ENV_PREFIX = "RHYTHM_BRIDGE_"
+CONFIG_ENV = "RHYTHM_BRIDGE_CONFIG"
+APP_NAME = "rhythm-bridge"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SlotSettings(_Section):
+    boundaries: list[str] = ["05:00", "12:00", "17:00", "22:00"]
+
+    @field_validator("boundaries")
+    @classmethod
+    def _check(cls, value: list[str]) -> list[str]:
+        from mappings.slots import parse_boundaries
+
+        parse_boundaries(value)
+        return value
+
+
+class DatabaseSettings(_Section):
+    url: str = ""
+
+
+class ExportSettings(_Section):
+    path: str = ""
+    days: int = Field(7, ge=1, le=366)
+
+
+class ScheduleSettings(_Section):
+    cycle_minutes: int = Field(15, ge=1, le=1440)
+    recommend_lead_minutes: int = Field(30, ge=0, le=720)
+
+
+class SourceSettings(_Section):
+    enabled: bool = False
+    interval_minutes: int = Field(60, ge=1, le=10080)
+
+
+class AppleHealthSettings(SourceSettings):
+    watch_dir: str = ""
+
+
+class IcsSettings(SourceSettings):
+    interval_minutes: int = Field(30, ge=1, le=10080)
+    paths: list[str] = []
+    urls: list[str] = []
+
+
+class GoogleCalendarSettings(SourceSettings):
+    interval_minutes: int = Field(15, ge=1, le=10080)
+    calendars: list[str] = ["primary"]
+    client_secrets_file: str = ""
+
+
+class WhoopSettings(SourceSettings):
+    api_base_url: str = "https://api.prod.whoop.com/developer"
+    auth_url: str = "https://api.prod.whoop.com/oauth/oauth2/auth"
+    token_url: str = "https://api.prod.whoop.com/oauth/oauth2/token"
+    client_id: str = ""
+    redirect_uri: str = "https://localhost:8080/callback"
+
+
+class GarminSettings(SourceSettings):
+    interval_minutes: int = Field(240, ge=30, le=10080)
+    api_base_url: str = "https://personal.connectapi.garmin.com"
+    export_dir: str = ""
+
+
+class Sources(_Section):
+    apple_health: AppleHealthSettings = AppleHealthSettings()
+    ics: IcsSettings = IcsSettings()
+    google_calendar: GoogleCalendarSettings = GoogleCalendarSettings()
+    whoop: WhoopSettings = WhoopSettings()
+    garmin: GarminSettings = GarminSettings()
+
+
+class RunnerSettings(_Section):
+    name: str = "heuristic"
+    options: dict[str, Any] = {}
+
+
+class ClassifierSettings(_Section):
+    rules_file: str = ""
+    llm_endpoint: str = ""
+    llm_model: str = ""
+    llm_daily_budget: int = Field(200, ge=0)
+
+
+class WebSettings(_Section):
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=1, le=65535)
+
+
+class Settings(_Section):
+    """Everything the daemon reads from its config, with the defaults of a fresh install."""
+
+    model_config = ConfigDict(extra="forbid", ignored_types=(cached_property,))
+
+    timezone: str = ""
+    data_dir: str = ""
+    slots: SlotSettings = SlotSettings()
+    database: DatabaseSettings = DatabaseSettings()
+    export: ExportSettings = ExportSettings()
+    schedule: ScheduleSettings = ScheduleSettings()
+    sources: Sources = Sources()
+    runner: RunnerSettings = RunnerSettings()
+    classifier: ClassifierSettings = ClassifierSettings()
+    web: WebSettings = WebSettings()
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_tz(cls, value: str) -> str:
+        if value:
+            _zone(value)
+        return value
+
+    @cached_property
+    def tz(self) -> tzinfo:
+        return _zone(self.timezone or detect_timezone())
+
+    @cached_property
+    def boundaries(self) -> tuple[time, ...]:
+        from mappings.slots import parse_boundaries
+
+        return parse_boundaries(self.slots.boundaries)
+
+    @property
+    def data_path(self) -> Path:
+        if self.data_dir:
+            return Path(self.data_dir).expanduser()
+        # systemd's StateDirectory= sets this; use it so the unit needs no extra config.
+        if os.environ.get("STATE_DIRECTORY"):
+            return Path(os.environ["STATE_DIRECTORY"].split(":")[0])
+        from platformdirs import user_data_path
+
+        return user_data_path(APP_NAME)
+
+    @property
+    def database_url(self) -> str:
+        return self.database.url or f"sqlite:///{self.data_path / 'rhythm-bridge.db'}"
+
+    @property
+    def export_path(self) -> Path:
+        return (
+            Path(self.export.path).expanduser()
+            if self.export.path
+            else self.data_path / "latest.json"
+        )
+
+
+def _zone(name: str) -> tzinfo:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f'unknown IANA time zone {name!r} (e.g. "Europe/Berlin")') from None
+
+
+def detect_timezone() -> str:
+    """The machine's IANA zone name: $TZ, then /etc/localtime, then /etc/timezone, else UTC."""
+    tz = os.environ.get("TZ", "").lstrip(":")
+    if tz and "/" in tz:
+        return tz
+    try:
+        target = os.readlink("/etc/localtime")
+        if "zoneinfo/" in target:
+            return target.split("zoneinfo/", 1)[1]
+    except OSError:
+        pass
+    try:
+        name = Path("/etc/timezone").read_text().strip()
+        if name:
+            return name
+    except OSError:
+        pass
+    return "UTC"
+
+
+def default_config_path() -> Path:
+    if os.environ.get(CONFIG_ENV):
+        return Path(os.environ[CONFIG_ENV]).expanduser()
+    from platformdirs import user_config_path
+
+    return user_config_path(APP_NAME) / "config.toml"
+
+
+def _env_overrides(environ: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Nested overrides from the environment, and which variable set each dotted key."""
+    data: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    for name, raw in environ.items():
+        if not name.startswith(ENV_PREFIX) or name == CONFIG_ENV:
+            continue
+        parts = name[len(ENV_PREFIX) :].lower().split("__")
+        try:
+            value: Any = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        node = data
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                break
+        else:
+            node[parts[-1]] = value
+            origin[".".join(parts)] = name
+    return data, origin
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_settings(
+    path: Path | None = None, environ: dict[str, str] | None = None, *, required: bool = False
+) -> Settings:
+    """Read the config file (if any) and the environment; raise ConfigError naming the key."""
+    environ = dict(os.environ if environ is None else environ)
+    path = path or default_config_path()
+    data: dict[str, Any] = {}
+    if path.exists():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as err:
+            raise ConfigError(f"{path}: not valid TOML: {err}") from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise ConfigError(f"{path}: cannot read config: {err}") from None
+    elif required:
+        raise ConfigError(f"{path}: config file not found; run `rhythm-bridge init` to create one")
+    overrides, origin = _env_overrides(environ)
+    try:
+        return Settings.model_validate(_merge(data, overrides))
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        where = f"environment variable {origin[key]}" if key in origin else str(path)
+        msg = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            msg = "unknown setting (check the spelling against config.example.toml)"
+        raise ConfigError(f"{where}: key '{key}': {msg}") from None
+
+
+def starter_config() -> str:
+    """The documented example config, as `rhythm-bridge init` writes it."""
+    from importlib.resources import files
+
+    return files("bridge").joinpath("config.example.toml").read_text(encoding="utf-8")
+
+
+def write_starter_config(path: Path, *, force: bool = False) -> Path:
+    """Write the starter config with mode 0600; refuse to overwrite unless forced."""
+    if path.exists() and not force:
+        raise ConfigError(f"{path}: already exists; pass --force to overwrite it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(starter_config())
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    return path

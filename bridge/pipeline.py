@@ -1,0 +1,349 @@
+"""One cycle: sync due sources -> classify new events -> recompute meter slots ->
+recommend for the coming slot -> write the JSON snapshot.
+
+Every step is idempotent: running the same cycle twice leaves the same rows.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import select
+
+from bridge.config import Settings
+from bridge.errors import BridgeError
+from bridge.sources import SyncOutcome, enabled_sources, is_due, run_source
+from bridge.store import Store, upsert
+from bridge.store.db import dumps, utcnow
+from bridge.store.models import CalendarEvent, Feedback, MeterSnapshot, Reading, Recommendation
+from connectors.base import ReadContext
+from mappings.actions import ACTIONS, METERS
+from mappings.slots import SlotKey, slot_bounds, slot_of_instant, slots_between
+
+log = logging.getLogger("rhythm_bridge.cycle")
+
+HISTORY_DAYS = 30
+BASELINE_LOOKBACK_DAYS = 61
+
+
+@dataclass
+class CycleReport:
+    now: datetime
+    synced: list[SyncOutcome] = field(default_factory=list)
+    classified: int = 0
+    slots: int = 0
+    recommendation: dict[str, Any] | None = None
+    snapshot: str | None = None
+    seconds: float = 0.0
+
+
+@contextmanager
+def data_lock(data_dir: Path, timeout: float = 120.0) -> Iterator[None]:
+    """One cycle at a time per data dir (the daemon and a manual run must not overlap)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / ".cycle.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise BridgeError(
+                        f"another rhythm-bridge cycle holds {path}; try again later"
+                    ) from None
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def read_context(settings: Settings, now: datetime) -> ReadContext:
+    return ReadContext(tz=settings.tz, now=now)
+
+
+def classify_events(store: Store, settings: Settings) -> int:
+    """Label every event that is new or changed since it was last labelled."""
+    from mappings.classifier import EventInfo, KeywordClassifier
+
+    classifier = KeywordClassifier(settings.classifier.rules_file or None)
+    with store.transaction() as session:
+        rows = (
+            session.execute(
+                select(CalendarEvent).where(
+                    CalendarEvent.classified_hash != CalendarEvent.content_hash
+                )
+            )
+            .scalars()
+            .all()
+        )
+        for ev in rows:
+            result = classifier.classify(
+                EventInfo(
+                    title=ev.title,
+                    event_type=ev.event_type,
+                    all_day=ev.all_day,
+                    attendee_count=ev.attendee_count,
+                    transparency=ev.transparency,
+                    duration_min=(ev.end_utc - ev.start_utc).total_seconds() / 60,
+                )
+            )
+            ev.action, ev.action_confidence = result.action, result.confidence
+            ev.action_layer, ev.classified_hash = result.layer, ev.content_hash
+        return len(rows)
+
+
+def _frames(store: Store, lo: datetime, hi: datetime) -> tuple[pd.DataFrame, pd.DataFrame]:
+    from mappings.meters import EVENT_COLUMNS, READING_COLUMNS, empty_events, empty_readings
+
+    r, e = Reading.__table__, CalendarEvent.__table__  # type: ignore[attr-defined]
+    with store.session() as session:
+        readings = session.execute(
+            select(*(r.c[c] for c in READING_COLUMNS)).where(r.c.end_utc >= lo, r.c.start_utc < hi)
+        ).all()
+        events = session.execute(
+            select(*(e.c[c] for c in EVENT_COLUMNS)).where(e.c.end_utc >= lo, e.c.start_utc < hi)
+        ).all()
+    rf = pd.DataFrame(readings, columns=READING_COLUMNS) if readings else empty_readings()
+    ef = pd.DataFrame(events, columns=EVENT_COLUMNS) if events else empty_events()
+    return rf, ef
+
+
+def current_slot(settings: Settings, now: datetime) -> SlotKey:
+    return slot_of_instant(now, settings.tz, settings.boundaries)
+
+
+def recompute_meters(store: Store, settings: Settings, now: datetime) -> int:
+    """Recompute the slots of the export window up to the current slot."""
+    from mappings.meters import compute_slots
+
+    last = current_slot(settings, now)
+    first = SlotKey(last.local_date - timedelta(days=settings.export.days - 1), 0)
+    slots = slots_between(first.prev(), last)  # one extra slot so the first has a delta
+    lo = slot_bounds(slots[0], settings.tz, settings.boundaries)[0] - timedelta(
+        days=BASELINE_LOOKBACK_DAYS
+    )
+    hi = slot_bounds(last, settings.tz, settings.boundaries)[1] + timedelta(days=1)
+    readings, events = _frames(store, lo, hi)
+    results = compute_slots(
+        readings, events, slots, tz=settings.tz, now=now, boundaries=settings.boundaries
+    )[1:]
+    stamp = utcnow()
+    rows = []
+    for res in results:
+        row: dict[str, Any] = {
+            "local_date": res.key.local_date,
+            "slot": res.key.slot,
+            "day": res.key.day,
+            "timestep": res.key.timestep,
+            "mapping_version": res.mapping_version,
+            "provenance": dumps({m: res.meters[m].provenance for m in METERS}),
+            "deltas": dumps(res.deltas),
+            "computed_at": stamp,
+        }
+        for m in METERS:
+            row[m] = res.meters[m].value
+            row[f"{m}_confidence"] = res.meters[m].confidence
+        rows.append(row)
+    with store.transaction() as session:
+        upsert(
+            session,
+            MeterSnapshot,
+            rows,
+            keys=("local_date", "slot"),
+            update=tuple(k for k in rows[0] if k not in ("local_date", "slot", "computed_at")),
+            touch=("computed_at",),
+        )
+    return len(rows)
+
+
+def target_slot(settings: Settings, now: datetime) -> SlotKey:
+    """The slot to recommend for: this one, or the next when this one is nearly over."""
+    key = current_slot(settings, now)
+    _, end = slot_bounds(key, settings.tz, settings.boundaries)
+    if end - now.astimezone(UTC) < timedelta(minutes=settings.schedule.recommend_lead_minutes):
+        return key.next()
+    return key
+
+
+def observation_for(
+    store: Store, settings: Settings, key: SlotKey, now: datetime
+) -> dict[str, Any]:
+    """The runner's view of a slot: the latest meters at or before it, plus the active event."""
+    with store.session() as session:
+        snap = session.execute(
+            select(MeterSnapshot)
+            .where(
+                (MeterSnapshot.local_date < key.local_date)
+                | ((MeterSnapshot.local_date == key.local_date) & (MeterSnapshot.slot <= key.slot))
+            )
+            .order_by(MeterSnapshot.local_date.desc(), MeterSnapshot.slot.desc())
+            .limit(1)
+        ).scalar_one_or_none()
+        lo, hi = slot_bounds(key, settings.tz, settings.boundaries)
+        event = session.execute(
+            select(CalendarEvent.action)
+            .where(
+                CalendarEvent.start_utc < hi,
+                CalendarEvent.end_utc > lo,
+                CalendarEvent.status != "cancelled",
+                CalendarEvent.all_day.is_(False),
+                CalendarEvent.action.in_(ACTIONS),
+            )
+            .order_by(CalendarEvent.start_utc)
+            .limit(1)
+        ).scalar_one_or_none()
+    obs: dict[str, Any] = {
+        "timestep": key.timestep,
+        "day": key.day,
+        "slot": key.slot,
+        "remaining_steps": 27 - key.timestep,
+        "active_event": event,
+    }
+    for m in METERS:
+        obs[m] = getattr(snap, m) if snap else None
+    return obs
+
+
+def interaction_history(
+    store: Store, before: SlotKey, days: int = HISTORY_DAYS
+) -> list[dict[str, Any]]:
+    """Past recommendations that got an answer, oldest first, in the runner's shape."""
+    since = before.local_date - timedelta(days=days)
+    with store.session() as session:
+        rows = session.execute(
+            select(Recommendation, Feedback)
+            .join(Feedback, Feedback.recommendation_id == Recommendation.id)
+            .where(Recommendation.local_date >= since)
+            .order_by(Recommendation.local_date, Recommendation.slot)
+        ).all()
+        snaps = {
+            (s.local_date, s.slot): s
+            for s in session.execute(
+                select(MeterSnapshot).where(MeterSnapshot.local_date >= since)
+            ).scalars()
+        }
+    history = []
+    for rec, fb in rows:
+        if (rec.local_date, rec.slot) >= (before.local_date, before.slot):
+            continue
+        key = SlotKey(rec.local_date, rec.slot)
+        here, after = (
+            snaps.get((key.local_date, key.slot)),
+            snaps.get((key.next().local_date, key.next().slot)),
+        )
+        meters = {m: getattr(here, m) if here else None for m in METERS}
+        deltas = {
+            m: (getattr(after, m) - getattr(here, m))
+            if here and after and getattr(after, m) is not None and getattr(here, m) is not None
+            else None
+            for m in METERS
+        }
+        history.append(
+            {
+                "day": key.day,
+                "slot": key.slot,
+                "meters": meters,
+                "action": rec.action,
+                "response": fb.response,
+                "meter_deltas": deltas,
+            }
+        )
+    return history
+
+
+def recommend(
+    store: Store, settings: Settings, now: datetime, *, runner_name: str | None = None
+) -> Recommendation:
+    """The recommendation for the coming slot; made once per slot and then kept."""
+    from bridge.runner import load_runner
+
+    key = target_slot(settings, now)
+    with store.session() as session:
+        existing = session.execute(
+            select(Recommendation).where(
+                Recommendation.local_date == key.local_date, Recommendation.slot == key.slot
+            )
+        ).scalar_one_or_none()
+    if existing is not None:
+        return existing
+    obs = observation_for(store, settings, key, now)
+    history = interaction_history(store, key)
+    name = runner_name or settings.runner.name
+    try:
+        runner = load_runner(name, **settings.runner.options)
+    except (ValueError, TypeError) as err:
+        raise BridgeError(f"config key 'runner': {err}") from None
+    rec = runner.recommend(obs, history)
+    row = {
+        "local_date": key.local_date,
+        "slot": key.slot,
+        "timestep": key.timestep,
+        "action": rec.action,
+        "belief": json.dumps(rec.belief),
+        "rationale": rec.rationale,
+        "runner": rec.runner,
+        "runner_version": rec.runner_version,
+        "observation": dumps(obs),
+        "fallback_reason": rec.fallback_reason,
+        "created_at": utcnow(),
+    }
+    with store.transaction() as session:
+        upsert(session, Recommendation, [row], keys=("local_date", "slot"))
+        return session.execute(
+            select(Recommendation).where(
+                Recommendation.local_date == key.local_date, Recommendation.slot == key.slot
+            )
+        ).scalar_one()
+
+
+def run_cycle(
+    settings: Settings,
+    store: Store,
+    now: datetime | None = None,
+    *,
+    only: list[str] | None = None,
+    force_sync: bool = False,
+) -> CycleReport:
+    """Run one full cycle; sources that fail are recorded and the rest carry on."""
+    from bridge.export import build_snapshot, write_snapshot
+
+    started = time.perf_counter()
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    report = CycleReport(now=now)
+    with data_lock(settings.data_path):
+        ctx = read_context(settings, now)
+        for source in only if only is not None else enabled_sources(settings):
+            if force_sync or is_due(store, settings, source, now):
+                report.synced.append(run_source(store, settings, source, ctx))
+        report.classified = classify_events(store, settings)
+        report.slots = recompute_meters(store, settings, now)
+        rec = recommend(store, settings, now)
+        report.recommendation = {"id": rec.id, "action": rec.action, "rationale": rec.rationale}
+        doc = build_snapshot(store, settings, now)
+        report.snapshot = str(write_snapshot(doc, settings.export_path))
+        with store.transaction() as session:
+            store.set_meta(session, "last_cycle_at", now.isoformat())
+    report.seconds = time.perf_counter() - started
+    log.info(
+        "cycle synced=%d classified=%d slots=%d recommendation=%s seconds=%.2f",
+        len(report.synced),
+        report.classified,
+        report.slots,
+        rec.action,
+        report.seconds,
+    )
+    return report

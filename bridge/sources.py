@@ -1,0 +1,160 @@
+"""Scheduled sources: which are enabled, which are due, and running one with its state.
+
+Each source's failure is recorded on its SyncState row and never stops the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from sqlalchemy import select
+
+from bridge.config import Settings
+from bridge.errors import BridgeError, RateLimited, SourceError
+from bridge.ingest import import_file
+from bridge.store import Store, upsert
+from bridge.store.models import SyncState
+from connectors.base import ReadContext
+
+log = logging.getLogger("rhythm_bridge.sync")
+
+STATE_KEY = ("source", "stream", "partition")
+
+
+@dataclass
+class SyncOutcome:
+    source: str
+    status: str
+    records: int = 0
+    new: int = 0
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def _scan(folder: str, patterns: tuple[str, ...]) -> list[Path]:
+    if not folder:
+        return []
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise SourceError(f"watched folder {root} does not exist; create it or fix the config")
+    return sorted(p for pat in patterns for p in root.glob(pat) if p.is_file())
+
+
+def _apple_health(settings: Settings, store: Store, ctx: ReadContext) -> tuple[int, int]:
+    records = new = 0
+    for path in _scan(settings.sources.apple_health.watch_dir, ("*.zip", "*.xml")):
+        summary = import_file(store, "apple-health", path, ctx)
+        records, new = records + summary.records, new + summary.new
+    return records, new
+
+
+def _ics(settings: Settings, store: Store, ctx: ReadContext) -> tuple[int, int]:
+    records = new = 0
+    for path in settings.sources.ics.paths:
+        # Recurring series expand relative to "now", so the same file is re-read (the
+        # upserts make that free of duplicates) instead of being skipped by its hash.
+        summary = import_file(store, "ics", Path(path).expanduser(), ctx, force=True)
+        records, new = records + summary.records, new + summary.new
+    return records, new
+
+
+# source name -> how one scheduled pull of it runs. Later connectors register here.
+SCHEDULED: dict[str, Callable[[Settings, Store, ReadContext], tuple[int, int]]] = {
+    "apple_health": _apple_health,
+    "ics": _ics,
+}
+
+
+def enabled_sources(settings: Settings) -> list[str]:
+    return [name for name in SCHEDULED if getattr(settings.sources, name).enabled]
+
+
+def get_state(store: Store, source: str, stream: str = "", partition: str = "") -> SyncState | None:
+    with store.session() as session:
+        return session.execute(
+            select(SyncState).where(
+                SyncState.source == source,
+                SyncState.stream == stream,
+                SyncState.partition == partition,
+            )
+        ).scalar_one_or_none()
+
+
+def is_due(store: Store, settings: Settings, source: str, now: datetime) -> bool:
+    state = get_state(store, source)
+    if state is None or state.last_attempt_at is None:
+        return True
+    if state.status == "reauth_required":
+        return False  # pulling again cannot help until the person re-runs auth
+    if state.retry_after is not None and now < state.retry_after:
+        return False
+    interval = timedelta(minutes=getattr(settings.sources, source).interval_minutes)
+    return now >= state.last_attempt_at + interval
+
+
+def next_due(store: Store, settings: Settings, source: str) -> datetime | None:
+    state = get_state(store, source)
+    if state is None or state.last_attempt_at is None:
+        return None
+    interval = timedelta(minutes=getattr(settings.sources, source).interval_minutes)
+    due = state.last_attempt_at + interval
+    return max(due, state.retry_after) if state.retry_after else due
+
+
+def record_outcome(store: Store, outcome: SyncOutcome, now: datetime) -> None:
+    state = get_state(store, outcome.source)
+    row = {
+        "source": outcome.source,
+        "stream": "",
+        "partition": "",
+        "status": outcome.status,
+        "last_attempt_at": now,
+        "last_records": outcome.records,
+        "records_total": (state.records_total if state else 0) + outcome.new,
+        "last_success_at": now
+        if outcome.error is None
+        else (state.last_success_at if state else None),
+        "last_error_at": now if outcome.error else (state.last_error_at if state else None),
+        "last_error": outcome.error if outcome.error else (state.last_error if state else None),
+        "retry_after": None,
+        "cursor": state.cursor if state else None,
+    }
+    with store.transaction() as session:
+        upsert(
+            session,
+            SyncState,
+            [row],
+            keys=STATE_KEY,
+            update=tuple(k for k in row if k not in STATE_KEY),
+        )
+
+
+def run_source(store: Store, settings: Settings, source: str, ctx: ReadContext) -> SyncOutcome:
+    """Pull one source now; any failure is recorded, logged, and returned, never raised."""
+    started = time.perf_counter()
+    try:
+        records, new = SCHEDULED[source](settings, store, ctx)
+        outcome = SyncOutcome(source, "ok", records, new)
+    except RateLimited as err:
+        outcome = SyncOutcome(source, err.status, error=str(err))
+    except SourceError as err:
+        outcome = SyncOutcome(source, err.status, error=str(err))
+    except BridgeError as err:
+        outcome = SyncOutcome(source, "error", error=str(err))
+    outcome.seconds = time.perf_counter() - started
+    record_outcome(store, outcome, ctx.now)
+    log.info(
+        "sync source=%s status=%s records=%d new=%d seconds=%.2f%s",
+        source,
+        outcome.status,
+        outcome.records,
+        outcome.new,
+        outcome.seconds,
+        f" error={outcome.error!r}" if outcome.error else "",
+    )
+    return outcome

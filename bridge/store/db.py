@@ -1,0 +1,197 @@
+"""Opening the store, keeping its schema current, and idempotent upserts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, inspect, or_, select
+from sqlalchemy.exc import OperationalError
+from sqlmodel import Session, SQLModel
+
+from bridge.errors import StoreError
+from bridge.store import models
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+# SQLite's default SQLITE_MAX_VARIABLE_NUMBER is 32766 since 3.32; stay well under it.
+_MAX_PARAMS = 30_000
+
+
+def utcnow() -> datetime:
+    """Aware UTC now, the form every stored instant takes."""
+    return datetime.now(UTC)
+
+
+def to_utc(value: datetime) -> datetime:
+    """Any datetime as aware UTC (naive input is taken to be UTC already)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    # WAL lets the web page read while the daemon writes; NORMAL is durable in WAL mode.
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for any SQLAlchemy URL; SQLite files get their folder and WAL mode."""
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[1] if "///" in url else ""
+        if path and path != ":memory:":
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        kwargs["connect_args"] = {"timeout": 30}
+    engine = create_engine(url, **kwargs)
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _alembic_config(engine: Engine) -> Any:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest version; refuse a database from a newer release."""
+    from alembic import command
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    cfg = _alembic_config(engine)
+    script = ScriptDirectory.from_config(cfg)
+    with engine.connect() as conn:
+        current = MigrationContext.configure(conn).get_current_revision()
+    head = script.get_current_head()
+    if current == head:
+        return
+    known = {rev.revision for rev in script.walk_revisions()}
+    if current is not None and current not in known:
+        raise StoreError(
+            f"database schema version {current} is newer than this rhythm-bridge knows "
+            f"(newest {head}); upgrade rhythm-bridge or restore a backup"
+        )
+    command.upgrade(cfg, "head")
+
+
+def schema_version(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+class Store:
+    """The database behind one installation."""
+
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        try:
+            if create:
+                migrate(self.engine)
+        except OperationalError as err:
+            raise StoreError(f"cannot open database {self.display_url}: {err.orig}") from None
+
+    @property
+    def display_url(self) -> str:
+        """The URL without a password, safe for logs and status output."""
+        return self.engine.url.render_as_string(hide_password=True)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.engine.dialect.name == "sqlite"
+
+    def session(self) -> Session:
+        return Session(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """One unit of work: everything inside commits together or not at all."""
+        with self.session() as session, session.begin():
+            yield session
+
+    def count(self, model: type[SQLModel]) -> int:
+        from sqlalchemy import func
+
+        with self.session() as session:
+            return session.exec(select(func.count()).select_from(model)).one()[0]  # type: ignore[call-overload]
+
+    def table_names(self) -> list[str]:
+        return inspect(self.engine).get_table_names()
+
+    def get_meta(self, key: str) -> str | None:
+        with self.session() as session:
+            row = session.get(models.Meta, key)
+            return row.value if row else None
+
+    def set_meta(self, session: Session, key: str, value: str) -> None:
+        upsert(
+            session, models.Meta, [{"key": key, "value": value}], keys=("key",), update=("value",)
+        )
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def upsert(
+    session: Session,
+    model: type[SQLModel],
+    rows: Sequence[dict[str, Any]],
+    *,
+    keys: Sequence[str],
+    update: Sequence[str] = (),
+    touch: Sequence[str] = (),
+) -> int:
+    """Insert rows; on a natural-key conflict update `update` columns where they differ.
+
+    `touch` columns (e.g. `updated_at`) are written along with a real change but never
+    count as one. Returns how many rows were inserted or actually changed, so a re-run
+    reports 0.
+    Works on SQLite and PostgreSQL (both speak ON CONFLICT).
+    """
+    if not rows:
+        return 0
+    table = model.__table__  # type: ignore[attr-defined]
+    dialect = session.get_bind().dialect.name
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    elif dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:  # pragma: no cover - other backends are not supported for writing
+        raise StoreError(f"upsert is not supported on {dialect}; use SQLite or PostgreSQL")
+    stmt = insert(table)
+    if update:
+        stmt = stmt.on_conflict_do_update(
+            index_elements=list(keys),
+            set_={c: stmt.excluded[c] for c in (*update, *touch)},
+            where=or_(*(table.c[c].is_distinct_from(stmt.excluded[c]) for c in update)),
+        )
+    else:
+        stmt = stmt.on_conflict_do_nothing(index_elements=list(keys))
+    per_chunk = max(1, _MAX_PARAMS // max(1, len(rows[0])))
+    changed = 0
+    conn = session.connection()
+    for i in range(0, len(rows), per_chunk):
+        result = conn.execute(stmt, list(rows[i : i + per_chunk]))
+        changed += max(0, result.rowcount or 0)
+    return changed
+
+
+def dumps(value: Any) -> str:
+    """Compact, stable JSON for the TEXT columns."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)

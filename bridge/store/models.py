@@ -1,0 +1,184 @@
+"""The tables. Every table a connector writes has a natural key, so re-running is harmless.
+
+Instants are aware UTC datetimes (sqlmodel's UTCDateTime refuses naive ones) plus the
+source's UTC offset in minutes, so local wall time can be rebuilt as the source saw it.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from sqlalchemy import Column, Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+class Reading(SQLModel, table=True):
+    """One physiological measurement or interval from one source and origin device/app."""
+
+    __tablename__ = "readings"
+    __table_args__ = (
+        UniqueConstraint(
+            "source",
+            "metric",
+            "origin",
+            "start_utc",
+            "end_utc",
+            "label",
+            name="uq_readings_natural",
+        ),
+        Index("ix_readings_metric_start", "metric", "start_utc"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    source: str = Field(max_length=32)  # connector: apple_health, whoop, garmin, ...
+    metric: str = Field(max_length=48)  # steps, sleep, hrv_sdnn, resting_hr, ...
+    origin: str = Field(default="", max_length=200)  # device/app that measured it
+    start_utc: datetime
+    end_utc: datetime
+    utc_offset_min: int = 0
+    value: float | None = None
+    unit: str = Field(default="", max_length=32)
+    label: str = Field(default="", max_length=64)  # category, e.g. sleep stage "deep"
+    device: str = Field(default="", max_length=300)
+    imported_at: datetime
+
+
+class CalendarEvent(SQLModel, table=True):
+    """One calendar event instance (a recurring series is stored as its instances)."""
+
+    __tablename__ = "calendar_events"
+    __table_args__ = (
+        UniqueConstraint("source", "calendar_id", "uid", "recurrence_id", name="uq_events_natural"),
+        Index("ix_events_start", "start_utc"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    source: str = Field(max_length=32)
+    calendar_id: str = Field(max_length=300)
+    uid: str = Field(max_length=300)
+    recurrence_id: str = Field(default="", max_length=64)  # "" for single events
+    title: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    start_utc: datetime
+    end_utc: datetime
+    utc_offset_min: int = 0
+    all_day: bool = False
+    status: str = Field(default="confirmed", max_length=16)  # confirmed|tentative|cancelled
+    transparency: str = Field(default="opaque", max_length=16)  # opaque = busy
+    event_type: str = Field(default="default", max_length=32)  # Google eventType
+    attendee_count: int = 0
+    self_response: str = Field(default="", max_length=16)
+    content_hash: str = Field(default="", max_length=64)
+    action: str | None = Field(default=None, max_length=24)
+    action_confidence: float | None = None
+    action_layer: str | None = Field(default=None, max_length=16)
+    classified_hash: str = Field(default="", max_length=64)
+    updated_at: datetime
+
+
+class SyncState(SQLModel, table=True):
+    """Where one source/stream/partition stands: cursor, last success, last error, status."""
+
+    __tablename__ = "sync_state"
+    __table_args__ = (UniqueConstraint("source", "stream", "partition", name="uq_sync_state"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    source: str = Field(max_length=32)
+    stream: str = Field(default="", max_length=48)
+    partition: str = Field(default="", max_length=300)
+    cursor: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    status: str = Field(default="never", max_length=24)  # never|ok|error|reauth_required|...
+    last_attempt_at: datetime | None = None
+    last_success_at: datetime | None = None
+    last_error_at: datetime | None = None
+    last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    last_records: int = 0
+    records_total: int = 0
+    retry_after: datetime | None = None
+
+
+class ImportedFile(SQLModel, table=True):
+    """A file imported by content hash, so a watched folder imports each version once."""
+
+    __tablename__ = "imported_files"
+    __table_args__ = (UniqueConstraint("kind", "sha256", name="uq_imported_files"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=32)
+    sha256: str = Field(max_length=64)
+    path: str = Field(sa_column=Column(Text, nullable=False))
+    size: int
+    records: int
+    new_records: int
+    imported_at: datetime
+
+
+class MeterSnapshot(SQLModel, table=True):
+    """The five meters of one local slot, each nullable, with confidence and provenance."""
+
+    __tablename__ = "meter_snapshots"
+    __table_args__ = (UniqueConstraint("local_date", "slot", name="uq_meter_slot"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    local_date: date
+    slot: int
+    day: int
+    timestep: int
+    vitality: float | None = None
+    vitality_confidence: float | None = None
+    cognition: float | None = None
+    cognition_confidence: float | None = None
+    progress: float | None = None
+    progress_confidence: float | None = None
+    serenity: float | None = None
+    serenity_confidence: float | None = None
+    connection: float | None = None
+    connection_confidence: float | None = None
+    # JSON: {meter: {"inputs": [...], "weights": {...}} or {"reason": "..."}}
+    provenance: str = Field(default="{}", sa_column=Column(Text, nullable=False, default="{}"))
+    # JSON: {meter: change since the previous slot, or null}
+    deltas: str = Field(default="{}", sa_column=Column(Text, nullable=False, default="{}"))
+    mapping_version: str = Field(default="", max_length=32)
+    computed_at: datetime
+
+
+class Recommendation(SQLModel, table=True):
+    """What the runner recommended for one slot, with what it saw and believed."""
+
+    __tablename__ = "recommendations"
+    __table_args__ = (UniqueConstraint("local_date", "slot", name="uq_recommendation_slot"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    local_date: date
+    slot: int
+    timestep: int
+    action: str = Field(max_length=24)
+    belief: str = Field(default="null", max_length=64)  # JSON [S, M, W] or null
+    rationale: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    runner: str = Field(max_length=32)
+    runner_version: str = Field(default="", max_length=32)
+    observation: str = Field(default="{}", sa_column=Column(Text, nullable=False, default="{}"))
+    fallback_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime
+
+
+class Feedback(SQLModel, table=True):
+    """The person's answer to one recommendation (one answer each; repeats are no-ops)."""
+
+    __tablename__ = "feedback"
+    __table_args__ = (UniqueConstraint("recommendation_id", name="uq_feedback_recommendation"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    recommendation_id: int = Field(foreign_key="recommendations.id")
+    response: str = Field(max_length=16)  # accepted|ignored|rescheduled|expired
+    reward: float
+    channel: str = Field(default="cli", max_length=16)  # cli|web|ntfy|calendar|timeout
+    created_at: datetime
+
+
+class Meta(SQLModel, table=True):
+    """Small key/value facts about the store (last cycle time, ...)."""
+
+    __tablename__ = "meta"
+
+    key: str = Field(primary_key=True, max_length=64)
+    value: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))

@@ -1,0 +1,135 @@
+"""What every connector yields: normalized records, independent of the vendor.
+
+A *file source* is a module with the same shape as its siblings:
+
+    KIND: str                  # the CLI name, e.g. "apple-health"
+    SOURCE: str                # the stored source name, e.g. "apple_health"
+    PROVIDES: frozenset[str]   # metric keys (or "calendar") it can emit
+    def read(path, ctx) -> Iterator[ReadingRecord | EventRecord | ReplaceScope]
+
+`read` never touches the database; `bridge.ingest` writes what it yields in one
+transaction, so a failed import commits nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ReadContext:
+    """What a reader may need to know about the person: their zone and "now"."""
+
+    tz: tzinfo
+    now: datetime
+    past_days: int = 35
+    future_days: int = 14
+
+
+@dataclass(slots=True)
+class ReadingRecord:
+    """One measurement or interval (aware datetimes; value None for pure intervals)."""
+
+    metric: str
+    start: datetime
+    end: datetime
+    value: float | None
+    unit: str = ""
+    label: str = ""
+    origin: str = ""
+    device: str = ""
+
+    def row(self, source: str, imported_at: datetime) -> dict[str, Any]:
+        offset = self.start.utcoffset()
+        return {
+            "source": source,
+            "metric": self.metric,
+            "origin": self.origin,
+            "start_utc": self.start.astimezone(UTC),
+            "end_utc": self.end.astimezone(UTC),
+            "utc_offset_min": int(offset.total_seconds() // 60) if offset is not None else 0,
+            "value": self.value,
+            "unit": self.unit,
+            "label": self.label,
+            "device": self.device,
+            "imported_at": imported_at,
+        }
+
+
+@dataclass(slots=True)
+class EventRecord:
+    """One calendar event instance."""
+
+    calendar_id: str
+    uid: str
+    title: str
+    start: datetime
+    end: datetime
+    recurrence_id: str = ""
+    all_day: bool = False
+    status: str = "confirmed"
+    transparency: str = "opaque"
+    event_type: str = "default"
+    attendee_count: int = 0
+    self_response: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def row(self, source: str, updated_at: datetime) -> dict[str, Any]:
+        offset = self.start.utcoffset()
+        row = {
+            "source": source,
+            "calendar_id": self.calendar_id,
+            "uid": self.uid,
+            "recurrence_id": self.recurrence_id,
+            "title": self.title,
+            "start_utc": self.start.astimezone(UTC),
+            "end_utc": self.end.astimezone(UTC),
+            "utc_offset_min": int(offset.total_seconds() // 60) if offset is not None else 0,
+            "all_day": self.all_day,
+            "status": self.status,
+            "transparency": self.transparency,
+            "event_type": self.event_type,
+            "attendee_count": self.attendee_count,
+            "self_response": self.self_response,
+            "updated_at": updated_at,
+        }
+        row["content_hash"] = event_hash(row)
+        return row
+
+
+# The fields whose change means the event must be classified again.
+_HASHED_FIELDS = (
+    "title",
+    "start_utc",
+    "end_utc",
+    "all_day",
+    "status",
+    "transparency",
+    "event_type",
+    "attendee_count",
+    "self_response",
+)
+
+
+def event_hash(row: dict[str, Any]) -> str:
+    text = "\x1f".join(str(row[k]) for k in _HASHED_FIELDS)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceScope:
+    """The reader's data is the whole truth for this calendar in [start, end).
+
+    Stored events of that calendar in the window that the reader did not yield are marked
+    cancelled (an .ics file or feed has no deletion records; absence is deletion).
+    """
+
+    calendar_id: str
+    start: datetime
+    end: datetime
+
+
+Record = ReadingRecord | EventRecord | ReplaceScope

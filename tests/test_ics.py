@@ -1,0 +1,83 @@
+from collections import Counter
+from datetime import date
+
+import pytest
+from sqlmodel import select
+
+from bridge.errors import InputError
+from bridge.ingest import import_file
+from bridge.store.models import CalendarEvent
+from connectors import ics
+from connectors.base import EventRecord, ReplaceScope
+from tests.conftest import SAMPLE
+
+
+def _events(path, ctx):
+    return [r for r in ics.read(path, ctx) if isinstance(r, EventRecord)]
+
+
+def test_recurring_series_with_exdate_and_moved_instance(ctx):
+    events = _events(SAMPLE / "calendar.ics", ctx)
+    standups = [e for e in events if e.title == "Team standup"]
+    dates = {e.start.date() for e in standups}
+    assert date(2026, 11, 5) not in dates  # EXDATE
+    assert date(2026, 11, 4) in dates and date(2026, 11, 6) in dates
+    assert all(e.attendee_count == 6 for e in standups)
+    sarah = {e.recurrence_id: e for e in events if e.title == "1:1 with Sarah"}
+    moved = sarah["20261118T130000Z"]  # identified by its original start...
+    assert moved.start.isoformat() == "2026-11-19T15:00:00+01:00"  # ...at its new time
+    assert len([e for e in sarah.values() if e.start.date() == date(2026, 11, 18)]) == 0
+
+
+def test_all_day_and_transparent_events(ctx):
+    events = _events(SAMPLE / "calendar.ics", ctx)
+    holiday = next(e for e in events if "holiday" in e.title)
+    assert holiday.all_day and holiday.transparency == "transparent"
+    assert (holiday.end - holiday.start).days == 1
+
+
+def test_dst_change_keeps_local_wall_time(ctx):
+    events = _events(SAMPLE / "calendar.ics", ctx)
+    standups = sorted(e.start for e in events if e.title == "Team standup")
+    before = next(s for s in standups if s.date() == date(2026, 10, 23))
+    after = next(s for s in standups if s.date() == date(2026, 10, 26))
+    assert before.hour == after.hour == 9
+    assert before.utcoffset() != after.utcoffset()
+
+
+def test_the_reader_yields_its_replace_scope_last(ctx):
+    records = list(ics.read(SAMPLE / "calendar.ics", ctx))
+    assert isinstance(records[-1], ReplaceScope)
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b"<!DOCTYPE html><html><body>Sign in</body></html>", "HTML page"),
+        (b"hello", "no BEGIN:VCALENDAR"),
+    ],
+)
+def test_not_a_calendar(ctx, tmp_path, content, needle):
+    path = tmp_path / "cal.ics"
+    path.write_bytes(content)
+    with pytest.raises(InputError, match=needle):
+        list(ics.read(path, ctx))
+
+
+def test_deleted_events_are_cancelled_on_reimport(store, ctx, tmp_path):
+    text = (SAMPLE / "calendar.ics").read_bytes().decode()
+    path = tmp_path / "cal.ics"
+    path.write_bytes(text.encode())
+    first = import_file(store, "ics", path, ctx)
+    total = store.count(CalendarEvent)
+    assert first.new == total > 100
+    # Drop the whole expense-report event from the file.
+    start = text.index("BEGIN:VEVENT\r\nSUMMARY:Expense report")
+    end = text.index("END:VEVENT\r\n", start) + len("END:VEVENT\r\n")
+    path.write_bytes((text[:start] + text[end:]).encode())
+    second = import_file(store, "ics", path, ctx)
+    assert second.cancelled == 1 and second.new == 0
+    assert store.count(CalendarEvent) == total
+    with store.session() as s:
+        statuses = Counter(s.exec(select(CalendarEvent.status)).all())
+    assert statuses["cancelled"] == 1

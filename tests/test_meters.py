@@ -1,0 +1,186 @@
+from datetime import date, datetime, timedelta
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mappings.actions import METERS
+from mappings.meters import compute_slots, empty_events, empty_readings, load_weights
+from mappings.slots import SlotKey
+from tests.conftest import BERLIN
+
+DAY = date(2026, 11, 19)
+MORNING_NOW = datetime(2026, 11, 19, 9, 0, tzinfo=BERLIN)
+
+
+def _at(day: date, hour: float) -> pd.Timestamp:
+    return pd.Timestamp(
+        datetime(day.year, day.month, day.day, tzinfo=BERLIN) + timedelta(hours=hour)
+    ).tz_convert("UTC")
+
+
+def history(
+    days: int = 21, *, last_sleep_h: float = 7.5, last_hrv: float = 50.0, last_rhr: float = 56.0
+) -> pd.DataFrame:
+    rows = []
+    for back in range(days, -1, -1):
+        d = DAY - timedelta(days=back)
+        today = back == 0
+        sleep_h = last_sleep_h if today else 7.5 + (back % 3 - 1) * 0.3
+        bed = _at(d, -1.0)
+        rows.append(("sleep", bed, bed + pd.Timedelta(hours=sleep_h * 0.8), 0, "core", "Watch"))
+        rows.append(
+            (
+                "sleep",
+                bed + pd.Timedelta(hours=sleep_h * 0.8),
+                bed + pd.Timedelta(hours=sleep_h),
+                0,
+                "deep",
+                "Watch",
+            )
+        )
+        hrv = last_hrv if today else 50.0 + (back % 5 - 2)
+        rows.append(("hrv_sdnn", _at(d, 3), _at(d, 3.02), hrv, "", "Watch"))
+        rhr = last_rhr if today else 56.0 + (back % 3 - 1)
+        rows.append(("resting_hr", _at(d, 6.5), _at(d, 6.5), rhr, "", "Watch"))
+        for hour in range(7, 22 if not today else 9):
+            rows.append(("steps", _at(d, hour), _at(d, hour + 0.3), 600.0, "", "Watch"))
+            rows.append(("steps", _at(d, hour), _at(d, hour + 0.3), 580.0, "", "iPhone"))
+    return pd.DataFrame(
+        rows, columns=["metric", "start_utc", "end_utc", "value", "label", "origin"]
+    )
+
+
+def events(meetings_today: int = 0, social_week: int = 2) -> pd.DataFrame:
+    rows = []
+    for back in range(1, 8):
+        d = DAY - timedelta(days=back)
+        rows.append((_at(d, 10), _at(d, 12), "DEEP_WORK", "confirmed", "opaque", False, 1))
+    for i in range(social_week):
+        d = DAY - timedelta(days=i + 1)
+        rows.append((_at(d, 19), _at(d, 21), "SOCIALIZE", "confirmed", "opaque", False, 4))
+    for i in range(meetings_today):
+        rows.append(
+            (
+                _at(DAY, 12 + i * 0.5),
+                _at(DAY, 12.5 + i * 0.5),
+                "ADMIN_WORK",
+                "confirmed",
+                "opaque",
+                False,
+                5,
+            )
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "start_utc",
+            "end_utc",
+            "action",
+            "status",
+            "transparency",
+            "all_day",
+            "attendee_count",
+        ],
+    )
+
+
+def meters_of(readings, evs, slot=0, now=MORNING_NOW):
+    (res,) = compute_slots(readings, evs, [SlotKey(DAY, slot)], tz=BERLIN, now=now)
+    return res.meters
+
+
+def test_no_evidence_means_null_with_a_reason():
+    m = meters_of(empty_readings(), empty_events())
+    for name in METERS:
+        assert m[name].value is None and m[name].confidence is None
+        assert m[name].provenance["reason"]
+
+
+def test_a_bad_night_gives_a_low_morning_vitality():
+    good = meters_of(history(), events())
+    bad = meters_of(history(last_sleep_h=4.5, last_hrv=30.0, last_rhr=66.0), events())
+    assert good["vitality"].value > 0.5 > bad["vitality"].value
+    names = {i["name"] for i in bad["vitality"].provenance["inputs"]}
+    assert {"sleep_duration", "hrv", "resting_hr"} <= names
+    assert bad["vitality"].provenance["mapping_version"] == load_weights().version
+
+
+def test_a_back_to_back_meeting_afternoon_lowers_cognition_and_serenity():
+    now = datetime(2026, 11, 19, 16, 0, tzinfo=BERLIN)
+    calm = meters_of(history(), events(0), slot=1, now=now)
+    packed = meters_of(history(), events(9), slot=1, now=now)
+    assert packed["cognition"].value < calm["cognition"].value
+    assert packed["serenity"].value < calm["serenity"].value
+
+
+def test_a_week_without_social_events_lowers_connection():
+    assert (
+        meters_of(history(), events(social_week=0))["connection"].value
+        < meters_of(history(), events(social_week=3))["connection"].value
+    )
+
+
+def test_steps_from_watch_and_phone_are_not_double_counted():
+    m = meters_of(history(), events())
+    steps = next(i for i in m["vitality"].provenance["inputs"] if i["name"] == "steps")
+    assert steps["value"] == 1200.0  # two hours (07:00, 08:00) at max(600, 580), not 2360
+    assert steps["baseline"]["usual_per_day"] == 600.0 * 15
+
+
+def test_sleep_crossing_midnight_belongs_to_the_wake_day():
+    m = meters_of(history(last_sleep_h=8.0), events())
+    sleep = next(i for i in m["vitality"].provenance["inputs"] if i["name"] == "sleep_duration")
+    assert sleep["value"] == pytest.approx(480.0)
+
+
+def test_deltas_between_consecutive_slots():
+    now = datetime(2026, 11, 19, 13, 0, tzinfo=BERLIN)
+    res = compute_slots(
+        history(), events(4), [SlotKey(DAY, 0), SlotKey(DAY, 1)], tz=BERLIN, now=now
+    )
+    assert all(v is None for v in res[0].deltas.values())
+    assert res[1].deltas["serenity"] == pytest.approx(
+        res[1].meters["serenity"].value - res[0].meters["serenity"].value, abs=1e-4
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sleep_h=st.floats(0.5, 12),
+    hrv=st.floats(5, 200),
+    rhr=st.floats(35, 110),
+    meetings=st.integers(0, 12),
+    social=st.integers(0, 7),
+    seed=st.integers(0, 2**16),
+)
+def test_meters_stay_in_range_and_ignore_row_order_and_duplicates(
+    sleep_h, hrv, rhr, meetings, social, seed
+):
+    readings = history(10, last_sleep_h=sleep_h, last_hrv=hrv, last_rhr=rhr)
+    evs = events(meetings, social)
+    base = meters_of(readings, evs)
+    shuffled = pd.concat([readings, readings.head(7)]).sample(frac=1, random_state=seed)
+    again = meters_of(shuffled, evs.sample(frac=1, random_state=seed))
+    for name in METERS:
+        v = base[name].value
+        assert v is None or 0.0 <= v <= 1.0
+        assert again[name].value == v
+
+
+@settings(max_examples=30, deadline=None)
+@given(short=st.floats(3, 7), extra=st.floats(0.1, 3))
+def test_a_longer_night_never_lowers_vitality(short, extra):
+    a = meters_of(history(last_sleep_h=short), events())["vitality"].value
+    b = meters_of(history(last_sleep_h=short + extra), events())["vitality"].value
+    assert b >= a
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(0, 10))
+def test_more_meetings_never_raise_serenity(n):
+    now = datetime(2026, 11, 19, 16, 0, tzinfo=BERLIN)
+    a = meters_of(history(), events(n), slot=1, now=now)["serenity"].value
+    b = meters_of(history(), events(n + 1), slot=1, now=now)["serenity"].value
+    assert b <= a

@@ -1,0 +1,92 @@
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import text
+from sqlmodel import SQLModel
+
+from bridge.errors import StoreError
+from bridge.store import Store, upsert
+from bridge.store.db import schema_version
+from bridge.store.models import Reading
+
+T0 = datetime(2026, 11, 1, 6, 0, tzinfo=UTC)
+
+
+def _row(i: int, value: float = 1.0) -> dict:
+    return {
+        "source": "apple_health",
+        "metric": "steps",
+        "origin": "watch",
+        "start_utc": T0 + timedelta(minutes=i),
+        "end_utc": T0 + timedelta(minutes=i + 1),
+        "utc_offset_min": 60,
+        "value": value,
+        "unit": "count",
+        "label": "",
+        "device": "",
+        "imported_at": T0,
+    }
+
+
+def test_migrations_build_exactly_the_models(store):
+    assert schema_version(store.engine) == "0001"
+    with store.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
+    assert diff == []
+
+
+def test_sqlite_runs_in_wal_mode(store):
+    with store.engine.connect() as conn:
+        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+
+
+def test_upsert_is_idempotent_and_updates_only_changes(store):
+    keys = ("source", "metric", "origin", "start_utc", "end_utc", "label")
+    rows = [_row(i) for i in range(100)]
+    with store.transaction() as s:
+        assert upsert(s, Reading, rows, keys=keys, update=("value",)) == 100
+    with store.transaction() as s:
+        assert upsert(s, Reading, rows, keys=keys, update=("value",)) == 0
+    with store.transaction() as s:
+        assert (
+            upsert(s, Reading, [_row(5, value=9.0), _row(200)], keys=keys, update=("value",)) == 2
+        )
+    assert store.count(Reading) == 101
+    with store.session() as s:
+        assert s.get(Reading, 6).value == 9.0
+
+
+def test_upsert_splits_large_batches_under_the_parameter_limit(store):
+    keys = ("source", "metric", "origin", "start_utc", "end_utc", "label")
+    with store.transaction() as s:
+        assert upsert(s, Reading, [_row(i) for i in range(5000)], keys=keys) == 5000
+    assert store.count(Reading) == 5000
+
+
+def test_a_failed_transaction_writes_nothing(store):
+    keys = ("source", "metric", "origin", "start_utc", "end_utc", "label")
+    with pytest.raises(RuntimeError), store.transaction() as s:
+        upsert(s, Reading, [_row(i) for i in range(10)], keys=keys)
+        raise RuntimeError("boom")
+    assert store.count(Reading) == 0
+
+
+def test_instants_come_back_as_aware_utc(store):
+    keys = ("source", "metric", "origin", "start_utc", "end_utc", "label")
+    with store.transaction() as s:
+        upsert(s, Reading, [_row(0)], keys=keys)
+    with store.session() as s:
+        assert s.get(Reading, 1).start_utc == T0
+
+
+def test_reopening_is_harmless_and_a_newer_schema_is_refused(settings):
+    a = Store(settings.database_url)
+    a.dispose()
+    b = Store(settings.database_url)
+    with b.engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    b.dispose()
+    with pytest.raises(StoreError, match="newer than this rhythm-bridge knows"):
+        Store(settings.database_url)
