@@ -383,6 +383,9 @@ def status(as_json: JsonOpt = False) -> None:
         typer.echo(line)
 
 
+# Command modules register themselves on `app` when imported (one line each).
+
+
 def main() -> None:
     app()
 
