@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test lint install clean
+.PHONY: demo test test-postgres lint install clean
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "rhythm-bridge needs Python 3.11 or newer (set PYTHON=python3.11)")'
@@ -20,6 +20,10 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest
+
+# The same tests against a real PostgreSQL server (Debian's package; started and stopped here).
+test-postgres: $(VENV)/.installed
+	.ci/with-postgres $(BIN)/python -m pytest -m "not sqlite_only"
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .

@@ -61,13 +61,14 @@ def _main(
         ),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each step.")] = False,
+    log_json: Annotated[
+        bool, typer.Option("--log-json", envvar="RHYTHM_BRIDGE_LOG_JSON", help="Log JSON lines.")
+    ] = False,
 ) -> None:
+    from bridge.logs import setup_logging
+
     _state["config"] = config
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
+    setup_logging(logging.INFO if verbose else logging.WARNING, as_json=log_json)
 
 
 def _settings() -> Settings:
@@ -381,9 +382,16 @@ def status(as_json: JsonOpt = False) -> None:
         if s["action_needed"]:
             line += f"\n{'':18}action needed: run `{s['action_needed']}`"
         typer.echo(line)
+    typer.echo("data freshness:")
+    for f in doc["freshness"]:
+        age = "never" if f["age_hours"] is None else f"{f['age_hours']} h ago"
+        typer.echo(f"  {f['input']:<12}{age:<14}feeds {', '.join(f['meters'])}")
+    for warning in doc["warnings"]:
+        typer.echo(f"warning: {warning}", err=True)
 
 
 # Command modules register themselves on `app` when imported (one line each).
+from bridge.commands import ops  # noqa: E402, F401
 
 
 def main() -> None:

@@ -4,7 +4,8 @@ Environment variables override file values: `RHYTHM_BRIDGE_<KEY>` with `__` betw
 levels, e.g. `RHYTHM_BRIDGE_DATABASE__URL=postgresql://...` or
 `RHYTHM_BRIDGE_SOURCES__WHOOP__ENABLED=true`. Values are read as TOML literals when they
 parse as one (`true`, `15`, `["a", "b"]`) and as plain strings otherwise.
-`RHYTHM_BRIDGE_CONFIG` names the config file itself.
+`RHYTHM_BRIDGE_CONFIG` names the config file itself and `RHYTHM_BRIDGE_LOG_JSON=1` switches
+the log to JSON lines; neither is a config key.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from bridge.errors import ConfigError
 
 ENV_PREFIX = "RHYTHM_BRIDGE_"
 CONFIG_ENV = "RHYTHM_BRIDGE_CONFIG"
+# Variables with the prefix that are options of the program, not config keys.
+NON_CONFIG_ENV = frozenset({CONFIG_ENV, "RHYTHM_BRIDGE_LOG_JSON"})
 APP_NAME = "rhythm-bridge"
 
 
@@ -215,7 +218,7 @@ def _env_overrides(environ: dict[str, str]) -> tuple[dict[str, Any], dict[str, s
     data: dict[str, Any] = {}
     origin: dict[str, str] = {}
     for name, raw in environ.items():
-        if not name.startswith(ENV_PREFIX) or name == CONFIG_ENV:
+        if not name.startswith(ENV_PREFIX) or name in NON_CONFIG_ENV:
             continue
         parts = name[len(ENV_PREFIX) :].lower().split("__")
         try:

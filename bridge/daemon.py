@@ -1,36 +1,74 @@
-"""The long-running daemon: cycles under APScheduler until SIGTERM/SIGINT."""
+"""The long-running daemon: cycles under APScheduler until SIGTERM/SIGINT.
+
+Under systemd (Type=notify) it reports READY once scheduling starts, pings the watchdog
+while cycles make progress, and reports STOPPING on a stop signal. A cycle in progress
+finishes its transaction before the process exits; if systemd kills it anyway, the
+transaction rolls back and nothing partial is committed.
+"""
 
 from __future__ import annotations
 
 import logging
 import signal
+import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
 from bridge.config import Settings
 from bridge.errors import BridgeError
+from bridge.notify import sd_notify, watchdog_interval
 from bridge.pipeline import run_cycle
 from bridge.store import Store
 
 log = logging.getLogger("rhythm_bridge.daemon")
 
-
-def _cycle(settings: Settings, store: Store) -> None:
-    # A failing cycle is logged and the next one runs on schedule: the daemon stays up.
-    try:
-        run_cycle(settings, store)
-    except BridgeError as err:
-        log.error("cycle failed: %s", err)
-    except Exception:
-        log.exception("cycle crashed")
+# A cycle running longer than this is taken to be hung: the watchdog stops pinging.
+MAX_CYCLE_SECONDS = 30 * 60
 
 
-def build_scheduler(settings: Settings, store: Store) -> Any:
+class CycleTracker:
+    """When the running cycle started (None when idle), shared with the watchdog job."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.started: float | None = None
+
+    def healthy(self, now: float | None = None) -> bool:
+        with self._lock:
+            return (
+                self.started is None or (now or time.monotonic()) - self.started < MAX_CYCLE_SECONDS
+            )
+
+    def run(self, settings: Settings, store: Store) -> None:
+        with self._lock:
+            self.started = time.monotonic()
+        try:
+            # A failing cycle is logged and the next one runs on schedule: the daemon stays up.
+            run_cycle(settings, store)
+        except BridgeError as err:
+            log.error("cycle failed: %s", err)
+        except Exception:
+            log.exception("cycle crashed")
+        finally:
+            with self._lock:
+                self.started = None
+
+
+def _watchdog(tracker: CycleTracker) -> None:
+    if tracker.healthy():
+        sd_notify("WATCHDOG=1")
+    else:
+        log.error("a cycle has run for over %d s; not pinging the watchdog", MAX_CYCLE_SECONDS)
+
+
+def build_scheduler(settings: Settings, store: Store, tracker: CycleTracker | None = None) -> Any:
     from apscheduler.schedulers.blocking import BlockingScheduler
 
+    tracker = tracker or CycleTracker()
     scheduler = BlockingScheduler(timezone=UTC)
     scheduler.add_job(
-        _cycle,
+        tracker.run,
         "interval",
         args=(settings, store),
         id="cycle",
@@ -41,6 +79,18 @@ def build_scheduler(settings: Settings, store: Store) -> Any:
         max_instances=1,
         misfire_grace_time=None,
     )
+    interval = watchdog_interval()
+    if interval is not None:
+        scheduler.add_job(
+            _watchdog,
+            "interval",
+            args=(tracker,),
+            id="watchdog",
+            seconds=interval,
+            coalesce=True,
+            max_instances=1,
+            next_run_time=datetime.now(UTC),
+        )
     return scheduler
 
 
@@ -50,10 +100,12 @@ def run_daemon(settings: Settings, store: Store) -> None:
 
     def stop(signum: int, _frame: Any) -> None:
         log.info("received %s, stopping after the current cycle", signal.Signals(signum).name)
+        sd_notify("STOPPING=1")
         scheduler.shutdown(wait=False)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     log.info("daemon started: a cycle every %d minutes", settings.schedule.cycle_minutes)
+    sd_notify("READY=1\nSTATUS=scheduling cycles")
     scheduler.start()
     log.info("daemon stopped")

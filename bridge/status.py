@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -14,8 +14,72 @@ from bridge.store import Store
 from bridge.store.db import schema_version
 from bridge.store.models import CalendarEvent, Reading
 
+# Which meters each stored input feeds, for the freshness report.
+METER_INPUTS: dict[str, tuple[str, ...]] = {
+    "sleep": ("vitality", "cognition"),
+    "hrv_sdnn": ("vitality", "serenity"),
+    "hrv_rmssd": ("vitality", "serenity"),
+    "resting_hr": ("vitality",),
+    "steps": ("vitality",),
+    "stress": ("serenity",),
+    "recovery": ("vitality", "serenity"),
+    "calendar": ("cognition", "progress", "serenity", "connection"),
+}
+# A source is "silent" when its last success is older than this many intervals.
+SILENT_AFTER_INTERVALS = 2
 
-def collect_status(settings: Settings, store: Store) -> dict[str, Any]:
+
+def freshness(store: Store, now: datetime) -> list[dict[str, Any]]:
+    """Per meter input: the newest data point and its age in hours (None: never seen)."""
+    with store.session() as session:
+        newest = dict(
+            session.execute(
+                select(Reading.metric, func.max(Reading.end_utc)).group_by(Reading.metric)
+            ).all()
+        )
+        newest["calendar"] = session.execute(
+            select(func.max(CalendarEvent.updated_at))
+        ).scalar_one_or_none()
+    out = []
+    for metric, meters in METER_INPUTS.items():
+        last = newest.get(metric)
+        out.append(
+            {
+                "input": metric,
+                "meters": list(meters),
+                "newest": _iso(last),
+                "age_hours": round((now - last).total_seconds() / 3600, 1) if last else None,
+            }
+        )
+    return out
+
+
+def silence_warnings(settings: Settings, store: Store, now: datetime) -> list[str]:
+    """One line per enabled source that has not succeeded for longer than expected."""
+    warnings = []
+    for name in SCHEDULED:
+        cfg = getattr(settings.sources, name)
+        state = get_state(store, name)
+        if not cfg.enabled or state is None or state.last_attempt_at is None:
+            continue
+        expected = timedelta(
+            minutes=cfg.interval_minutes * SILENT_AFTER_INTERVALS + settings.schedule.cycle_minutes
+        )
+        if state.last_success_at is None:
+            warnings.append(
+                f"{name}: has never synced successfully (last error: {state.last_error})"
+            )
+        elif now - state.last_success_at > expected:
+            hours = (now - state.last_success_at).total_seconds() / 3600
+            warnings.append(
+                f"{name}: silent for {hours:.1f} h, expected every "
+                f"{cfg.interval_minutes} min (last error: {state.last_error or 'none'})"
+            )
+    return warnings
+
+
+def collect_status(settings: Settings, store: Store, now: datetime | None = None) -> dict[str, Any]:
+    now = now or datetime.now(UTC)
     with store.session() as session:
         readings = dict(
             session.execute(select(Reading.source, func.count()).group_by(Reading.source)).all()
@@ -60,4 +124,6 @@ def collect_status(settings: Settings, store: Store) -> dict[str, Any]:
         "last_cycle": last_cycle,
         "next_cycle": next_cycle,
         "sources": sources,
+        "freshness": freshness(store, now),
+        "warnings": silence_warnings(settings, store, now),
     }

@@ -1,7 +1,15 @@
-"""Shared fixtures: a fresh store per test, the person's settings, and fixture paths."""
+"""Shared fixtures: a fresh store per test, the person's settings, and fixture paths.
+
+With RB_TEST_DATABASE_URL set (a PostgreSQL admin URL), every test gets its own fresh
+PostgreSQL database instead of a SQLite file, and tests marked `sqlite_only` are skipped:
+the same code and tests run against both backends (`make test-postgres`).
+"""
 
 from __future__ import annotations
 
+import os
+import uuid
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -18,20 +26,58 @@ BERLIN = ZoneInfo("Europe/Berlin")
 DEMO_NOW = datetime(2026, 11, 19, 8, 40, tzinfo=BERLIN)
 
 
+PG_ADMIN_URL = os.environ.get("RB_TEST_DATABASE_URL", "")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if PG_ADMIN_URL:
+        skip = pytest.mark.skip(reason="SQLite-specific; this run is against PostgreSQL")
+        for item in items:
+            if "sqlite_only" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture
+def database_url(tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database for this test: a SQLite file, or a new PostgreSQL database."""
+    if not PG_ADMIN_URL:
+        yield f"sqlite:///{tmp_path / 'data' / 'rhythm-bridge.db'}"
+        return
+    from sqlalchemy import create_engine, make_url, text
+
+    name = f"rb_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, database_url: str) -> None:
     # Nothing a test does may read or write the real user's config or data.
-    for name in list(__import__("os").environ):
+    for name in list(os.environ):
         if name.startswith("RHYTHM_BRIDGE_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    if PG_ADMIN_URL:
+        # CLI runs and daemon subprocesses read their database from the environment too.
+        monkeypatch.setenv("RHYTHM_BRIDGE_DATABASE__URL", database_url)
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
+def settings(tmp_path: Path, database_url: str) -> Settings:
     return Settings.model_validate(
-        {"timezone": "Europe/Berlin", "data_dir": str(tmp_path / "data")}
+        {
+            "timezone": "Europe/Berlin",
+            "data_dir": str(tmp_path / "data"),
+            "database": {"url": database_url if PG_ADMIN_URL else ""},
+        }
     )
 
 

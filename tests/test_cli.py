@@ -114,7 +114,11 @@ def test_import_status_export_and_run_once(cli, cfg, tmp_path):
     run = invoke(cli, "--config", cfg, "run", "--once")
     assert run.exit_code == 0 and "cycle done" in run.output
     status = json.loads(invoke(cli, "--config", cfg, "status", "--json").output)
-    assert status["database"].endswith("rhythm-bridge.db") and status["last_cycle"]
+    expected = os.environ.get("RHYTHM_BRIDGE_DATABASE__URL") or str(
+        tmp_path / "data" / "rhythm-bridge.db"
+    )
+    assert status["database"].split("@")[-1].endswith(expected.split("@")[-1])
+    assert status["last_cycle"]
     apple = next(s for s in status["sources"] if s["source"] == "apple_health")
     assert apple["records"] == 4209
     out = tmp_path / "snap.json"

@@ -47,3 +47,41 @@ def test_the_daemon_runs_a_cycle_and_stops_cleanly_on_sigterm(tmp_path):
     assert proc.returncode == 0, output
     assert "stopping after the current cycle" in output and "daemon stopped" in output
     validate_snapshot(json.loads(snapshot.read_text()))
+
+
+def test_the_daemon_talks_to_systemd(tmp_path):
+    import socket
+
+    sock_path = tmp_path / "notify.sock"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(sock_path))
+    sock.settimeout(60)
+    cfg = write_config(tmp_path / "c.toml", tmp_path / "data")
+    env = {
+        **os.environ,
+        "RHYTHM_BRIDGE_CONFIG": str(cfg),
+        "NOTIFY_SOCKET": str(sock_path),
+        "WATCHDOG_USEC": "2000000",
+    }
+    env.pop("WATCHDOG_PID", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bridge.cli", "run"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    messages = []
+    try:
+        while "WATCHDOG=1" not in messages:
+            messages.append(sock.recv(256).decode())
+        proc.send_signal(signal.SIGTERM)
+        while "STOPPING=1" not in messages:
+            messages.append(sock.recv(256).decode())
+        proc.wait(30)
+    finally:
+        sock.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert messages[0].startswith("READY=1")
+    assert proc.returncode == 0

@@ -37,6 +37,7 @@ def test_migrations_build_exactly_the_models(store):
     assert diff == []
 
 
+@pytest.mark.sqlite_only
 def test_sqlite_runs_in_wal_mode(store):
     with store.engine.connect() as conn:
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"

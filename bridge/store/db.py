@@ -183,12 +183,14 @@ def upsert(
         )
     else:
         stmt = stmt.on_conflict_do_nothing(index_elements=list(keys))
+    # RETURNING yields exactly the rows inserted or changed on both backends; rowcount
+    # does not (psycopg's executemany reports only the last statement's count).
+    stmt = stmt.returning(table.c[keys[0]])
     per_chunk = max(1, _MAX_PARAMS // max(1, len(rows[0])))
     changed = 0
     conn = session.connection()
     for i in range(0, len(rows), per_chunk):
-        result = conn.execute(stmt, list(rows[i : i + per_chunk]))
-        changed += max(0, result.rowcount or 0)
+        changed += len(conn.execute(stmt, list(rows[i : i + per_chunk])).all())
     return changed
 
 

@@ -1,0 +1,84 @@
+"""Logging: one line per event (key=value text, or JSON), secrets redacted on the way out.
+
+Redaction happens in a handler filter, so it covers messages, arguments and tracebacks
+from any library, not only our own log calls. Known secret values (tokens the daemon
+loaded) are registered with `register_secret`; well-known shapes (bearer tokens,
+`access_token=...`) are masked even when nobody registered them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from datetime import UTC, datetime
+
+MASK = "[redacted]"
+_PATTERNS = (
+    re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"(?i)(\bapikey\s+)[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(
+        r"""(?ix)
+        ((?:access_token|refresh_token|id_token|client_secret|api_key|apikey|password|
+            code_verifier|authorization)
+         ["']?\s*[:=]\s*["']?)
+        [^"'&\s,}]{4,}"""
+    ),
+)
+_secrets: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Mask this exact value wherever it would be logged from now on."""
+    if value and len(value) >= 6:
+        _secrets.add(value)
+
+
+def redact(text: str) -> str:
+    for value in sorted(_secrets, key=len, reverse=True):
+        text = text.replace(value, MASK)
+    for pattern in _PATTERNS:
+        text = pattern.sub(lambda m: m.group(1) + MASK, text)
+    return text
+
+
+class RedactingFilter(logging.Filter):
+    """Render the message, mask secrets in it and in any traceback, keep the record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact(record.getMessage())
+        record.args = None
+        if record.exc_info:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_text:
+            doc["traceback"] = record.exc_text
+        return json.dumps(doc, ensure_ascii=False)
+
+
+def setup_logging(level: int = logging.WARNING, *, as_json: bool = False) -> None:
+    """Configure the root logger once: stderr, one line per event, secrets redacted."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RedactingFilter())
+    handler.setFormatter(
+        JsonFormatter()
+        if as_json
+        else logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
+    )
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)

@@ -1,0 +1,166 @@
+"""Fault injection: the daemon must never lose, duplicate or half-write data."""
+
+import errno
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime, timedelta, timezone
+from itertools import pairwise
+
+import pytest
+from sqlmodel import select
+
+from bridge.export import write_snapshot
+from bridge.pipeline import run_cycle
+from bridge.store.models import MeterSnapshot
+from tests.helpers import write_config
+
+STEP = (
+    '<Record type="HKQuantityTypeIdentifierStepCount" sourceName="Watch" unit="count" '
+    'startDate="{s}" endDate="{e}" value="{v}"/>\n'
+)
+
+
+def _big_export(path, n: int) -> None:
+    # A fixed offset: minute steps across a DST jump would repeat wall-clock times.
+    start = datetime(2024, 1, 1, tzinfo=timezone(timedelta(hours=1)))
+    with path.open("w") as fh:
+        fh.write('<?xml version="1.0" encoding="UTF-8"?>\n<HealthData locale="en_US">\n')
+        for i in range(n):
+            a = start + timedelta(minutes=i)
+            fh.write(
+                STEP.format(
+                    s=a.strftime("%Y-%m-%d %H:%M:%S %z"),
+                    e=(a + timedelta(seconds=50)).strftime("%Y-%m-%d %H:%M:%S %z"),
+                    v=i % 97,
+                )
+            )
+        fh.write("</HealthData>\n")
+
+
+@pytest.mark.sqlite_only
+def test_sigkill_in_the_middle_of_an_import_commits_nothing_and_a_rerun_completes(tmp_path):
+    export = tmp_path / "export.xml"
+    _big_export(export, 150_000)
+    cfg = write_config(tmp_path / "c.toml", tmp_path / "data")
+    env = {**os.environ, "RHYTHM_BRIDGE_CONFIG": str(cfg)}
+    cmd = [sys.executable, "-m", "bridge.cli", "import", "apple-health", str(export)]
+    wal = tmp_path / "data" / "rhythm-bridge.db-wal"
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        # Uncommitted pages spill into the WAL: a growing WAL means the import is mid-way.
+        while time.monotonic() < deadline and proc.poll() is None:
+            if wal.exists() and wal.stat().st_size > 2_000_000:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the import finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    db = sqlite3.connect(tmp_path / "data" / "rhythm-bridge.db")
+    assert db.execute("SELECT count(*) FROM readings").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM imported_files").fetchone()[0] == 0
+    db.close()
+    rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "150000 new" in rerun.stdout
+    db = sqlite3.connect(tmp_path / "data" / "rhythm-bridge.db")
+    assert db.execute("SELECT count(*) FROM readings").fetchone()[0] == 150_000
+    db.close()
+
+
+@pytest.mark.sqlite_only
+def test_a_concurrent_writer_holding_the_database_only_delays_the_cycle(store, settings):
+    conn = sqlite3.connect(store.engine.url.database, timeout=1, check_same_thread=False)
+    conn.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    conn.execute("INSERT INTO meta (key, value) VALUES ('other', 'writer')")
+    released = threading.Event()
+
+    def release():
+        time.sleep(1.5)
+        conn.commit()
+        released.set()
+
+    t = threading.Thread(target=release)
+    t.start()
+    try:
+        report = run_cycle(settings, store, now=datetime(2026, 11, 19, 7, 40, tzinfo=UTC))
+    finally:
+        t.join()
+        conn.close()
+    assert released.is_set() and report.recommendation is not None
+    assert store.get_meta("other") == "writer"
+
+
+def test_disk_full_on_the_snapshot_keeps_the_previous_file(tmp_path, monkeypatch):
+    target = tmp_path / "latest.json"
+    write_snapshot({"schema": "rhythm-bridge/snapshot@1", "n": 1}, target)
+    real_fsync = os.fsync
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space left"):
+        write_snapshot({"schema": "rhythm-bridge/snapshot@1", "n": 2}, target)
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert json.loads(target.read_text())["n"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["latest.json"]  # no temp file left
+
+
+def test_cycles_across_the_dst_night_give_consecutive_unique_slots(store, settings):
+    # 2026-10-25: Berlin clocks go from 03:00 back to 02:00.
+    night = datetime(2026, 10, 24, 20, 0, tzinfo=UTC)
+    for hours in range(0, 14):
+        run_cycle(settings, store, now=night + timedelta(hours=hours))
+    with store.session() as s:
+        keys = s.exec(select(MeterSnapshot.local_date, MeterSnapshot.slot)).all()
+    assert len(keys) == len(set(keys))
+    days = sorted({d for d, _ in keys})
+    assert all((b - a).days == 1 for a, b in pairwise(days))
+
+
+def test_resuming_after_three_days_asleep_runs_one_cycle_not_a_storm(settings, store):
+    import time_machine
+    from apscheduler.events import EVENT_JOB_SUBMITTED
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from bridge.daemon import build_scheduler
+
+    blocking = build_scheduler(settings, store)
+    (job,) = blocking.get_jobs()
+    submitted = []
+    scheduler = BackgroundScheduler(timezone=UTC)
+    scheduler.add_listener(lambda e: submitted.append(e.scheduled_run_times), EVENT_JOB_SUBMITTED)
+    start = datetime(2026, 11, 19, 8, 0, tzinfo=UTC)
+    with time_machine.travel(start, tick=True) as traveller:
+        scheduler.add_job(
+            lambda: None,
+            job.trigger,
+            id="cycle",
+            coalesce=job.coalesce,
+            max_instances=job.max_instances,
+            misfire_grace_time=job.misfire_grace_time,
+            next_run_time=start + timedelta(minutes=15),
+        )
+        scheduler.start()
+        try:
+            traveller.shift(timedelta(days=3))  # the machine slept for three days
+            scheduler.wakeup()
+            deadline = time.monotonic() + 5
+            while not submitted and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.3)
+        finally:
+            scheduler.shutdown(wait=True)
+    assert len(submitted) == 1, submitted  # one run...
+    assert len(submitted[0]) == 1  # ...coalesced from the ~288 missed ones
