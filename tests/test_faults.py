@@ -164,3 +164,46 @@ def test_resuming_after_three_days_asleep_runs_one_cycle_not_a_storm(settings, s
             scheduler.shutdown(wait=True)
     assert len(submitted) == 1, submitted  # one run...
     assert len(submitted[0]) == 1  # ...coalesced from the ~288 missed ones
+
+
+@pytest.mark.sqlite_only
+def test_sigterm_in_the_middle_of_a_sync_finishes_it_then_exits(tmp_path):
+    watch = tmp_path / "watch"
+    watch.mkdir()
+    _big_export(watch / "export.xml", 150_000)
+    cfg = write_config(
+        tmp_path / "c.toml",
+        tmp_path / "data",
+        apple=f'[sources.apple_health]\nenabled = true\nwatch_dir = "{watch}"',
+    )
+    env = {**os.environ, "RHYTHM_BRIDGE_CONFIG": str(cfg)}
+    wal = tmp_path / "data" / "rhythm-bridge.db-wal"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bridge.cli", "run"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if wal.exists() and wal.stat().st_size > 2_000_000:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the daemon exited before the signal"
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, output
+    assert "stopping after the current cycle" in output
+    db = sqlite3.connect(tmp_path / "data" / "rhythm-bridge.db")
+    assert db.execute("SELECT count(*) FROM readings").fetchone()[0] == 150_000
+    assert (
+        db.execute("SELECT status FROM sync_state WHERE source='apple_health'").fetchone()[0]
+        == "ok"
+    )
+    db.close()
