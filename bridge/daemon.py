@@ -17,9 +17,9 @@ from typing import Any
 
 from bridge.config import Settings
 from bridge.errors import BridgeError
-from bridge.notify import sd_notify, watchdog_interval
 from bridge.pipeline import run_cycle
 from bridge.store import Store
+from bridge.systemd import sd_notify, watchdog_interval
 
 log = logging.getLogger("rhythm_bridge.daemon")
 

@@ -16,11 +16,11 @@ from bridge.cli import app
 from bridge.daemon import MAX_CYCLE_SECONDS, CycleTracker
 from bridge.ingest import import_file
 from bridge.logs import MASK, JsonFormatter, RedactingFilter, redact, register_secret
-from bridge.notify import sd_notify, watchdog_interval
 from bridge.sources import SyncOutcome, record_outcome
 from bridge.status import collect_status
 from bridge.store import Store
 from bridge.store.models import Reading
+from bridge.systemd import sd_notify, watchdog_interval
 from tests.conftest import SAMPLE
 
 
