@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,3 +29,41 @@ def write_config(path: Path, data_dir: Path, **sections: str) -> Path:
         text += body + "\n"
     path.write_text(text)
     return path
+
+
+@contextmanager
+def cli_process(
+    config: Path, *args: str, quiet: bool = False, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[str]]:
+    """`rhythm-bridge ARGS` as a subprocess with this config; killed if still running after."""
+    full_env = {**os.environ, "RHYTHM_BRIDGE_CONFIG": str(config), **(env or {})}
+    out = subprocess.DEVNULL if quiet else subprocess.PIPE
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bridge.cli", *args],
+        env=full_env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def wait_until(predicate: Callable[[], bool], proc: subprocess.Popen[str], timeout: float) -> None:
+    """Poll until predicate() holds; fail if the process exits or time runs out first."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert proc.poll() is None, f"the process exited early with {proc.returncode}"
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def wal_bigger_than(data_dir: Path, size: int = 2_000_000) -> Callable[[], bool]:
+    """True once the SQLite WAL has grown past `size`: uncommitted pages spill into it, so a
+    big WAL means a long transaction is mid-way."""
+    wal = data_dir / "rhythm-bridge.db-wal"
+    return lambda: wal.exists() and wal.stat().st_size > size

@@ -1,12 +1,10 @@
-import os
+import json
 import signal
-import subprocess
-import sys
-import time
+import socket
 
 from bridge.daemon import build_scheduler
 from tests.conftest import SAMPLE
-from tests.helpers import validate_snapshot, write_config
+from tests.helpers import cli_process, validate_snapshot, wait_until, write_config
 
 
 def test_the_cycle_job_coalesces_and_never_overlaps(settings, store):
@@ -17,71 +15,35 @@ def test_the_cycle_job_coalesces_and_never_overlaps(settings, store):
 
 
 def test_the_daemon_runs_a_cycle_and_stops_cleanly_on_sigterm(tmp_path):
-    import json
-
     cfg = write_config(
         tmp_path / "c.toml",
         tmp_path / "data",
         ics=f'[sources.ics]\nenabled = true\npaths = ["{SAMPLE / "calendar.ics"}"]',
     )
     snapshot = tmp_path / "data" / "latest.json"
-    env = {**os.environ, "RHYTHM_BRIDGE_CONFIG": str(cfg)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli", "run"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not snapshot.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
-        assert snapshot.exists(), "no snapshot after the first cycle"
+    with cli_process(cfg, "run") as proc:
+        wait_until(snapshot.exists, proc, timeout=60)
         proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 0, output
     assert "stopping after the current cycle" in output and "daemon stopped" in output
     validate_snapshot(json.loads(snapshot.read_text()))
 
 
 def test_the_daemon_talks_to_systemd(tmp_path):
-    import socket
-
     sock_path = tmp_path / "notify.sock"
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(str(sock_path))
     sock.settimeout(60)
     cfg = write_config(tmp_path / "c.toml", tmp_path / "data")
-    env = {
-        **os.environ,
-        "RHYTHM_BRIDGE_CONFIG": str(cfg),
-        "NOTIFY_SOCKET": str(sock_path),
-        "WATCHDOG_USEC": "2000000",
-    }
-    env.pop("WATCHDOG_PID", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli", "run"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    env = {"NOTIFY_SOCKET": str(sock_path), "WATCHDOG_USEC": "2000000", "WATCHDOG_PID": ""}
     messages = []
-    try:
+    with sock, cli_process(cfg, "run", quiet=True, env=env) as proc:
         while "WATCHDOG=1" not in messages:
             messages.append(sock.recv(256).decode())
         proc.send_signal(signal.SIGTERM)
         while "STOPPING=1" not in messages:
             messages.append(sock.recv(256).decode())
         proc.wait(30)
-    finally:
-        sock.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert messages[0].startswith("READY=1")
     assert proc.returncode == 0

@@ -5,8 +5,6 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta, timezone
@@ -18,7 +16,7 @@ from sqlmodel import select
 from bridge.export import write_snapshot
 from bridge.pipeline import run_cycle
 from bridge.store.models import MeterSnapshot
-from tests.helpers import write_config
+from tests.helpers import cli_process, wait_until, wal_bigger_than, write_config
 
 STEP = (
     '<Record type="HKQuantityTypeIdentifierStepCount" sourceName="Watch" unit="count" '
@@ -48,31 +46,19 @@ def test_sigkill_in_the_middle_of_an_import_commits_nothing_and_a_rerun_complete
     export = tmp_path / "export.xml"
     _big_export(export, 150_000)
     cfg = write_config(tmp_path / "c.toml", tmp_path / "data")
-    env = {**os.environ, "RHYTHM_BRIDGE_CONFIG": str(cfg)}
-    cmd = [sys.executable, "-m", "bridge.cli", "import", "apple-health", str(export)]
-    wal = tmp_path / "data" / "rhythm-bridge.db-wal"
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        # Uncommitted pages spill into the WAL: a growing WAL means the import is mid-way.
-        while time.monotonic() < deadline and proc.poll() is None:
-            if wal.exists() and wal.stat().st_size > 2_000_000:
-                break
-            time.sleep(0.02)
-        assert proc.poll() is None, "the import finished before it could be killed"
+    args = ("import", "apple-health", str(export))
+    with cli_process(cfg, *args, quiet=True) as proc:
+        wait_until(wal_bigger_than(tmp_path / "data"), proc, timeout=120)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     db = sqlite3.connect(tmp_path / "data" / "rhythm-bridge.db")
     assert db.execute("SELECT count(*) FROM readings").fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM imported_files").fetchone()[0] == 0
     db.close()
-    rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert rerun.returncode == 0, rerun.stderr
-    assert "150000 new" in rerun.stdout
+    with cli_process(cfg, *args) as proc:
+        output, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, output
+    assert "150000 new" in output
     db = sqlite3.connect(tmp_path / "data" / "rhythm-bridge.db")
     assert db.execute("SELECT count(*) FROM readings").fetchone()[0] == 150_000
     db.close()
@@ -176,34 +162,14 @@ def test_sigterm_in_the_middle_of_a_sync_finishes_it_then_exits(tmp_path):
         tmp_path / "data",
         apple=f'[sources.apple_health]\nenabled = true\nwatch_dir = "{watch}"',
     )
-    env = {**os.environ, "RHYTHM_BRIDGE_CONFIG": str(cfg)}
-    wal = tmp_path / "data" / "rhythm-bridge.db-wal"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli", "run"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None:
-            if wal.exists() and wal.stat().st_size > 2_000_000:
-                break
-            time.sleep(0.02)
-        assert proc.poll() is None, "the daemon exited before the signal"
+    with cli_process(cfg, "run") as proc:
+        wait_until(wal_bigger_than(tmp_path / "data"), proc, timeout=120)
         proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 0, output
     assert "stopping after the current cycle" in output
     db = sqlite3.connect(tmp_path / "data" / "rhythm-bridge.db")
     assert db.execute("SELECT count(*) FROM readings").fetchone()[0] == 150_000
-    assert (
-        db.execute("SELECT status FROM sync_state WHERE source='apple_health'").fetchone()[0]
-        == "ok"
-    )
+    state = db.execute("SELECT status FROM sync_state WHERE source='apple_health'").fetchone()
+    assert state[0] == "ok"
     db.close()
