@@ -7,6 +7,7 @@ each version once, a killed import leaves nothing behind, and re-running it is t
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -24,6 +25,9 @@ from bridge.store.db import utcnow
 from bridge.store.models import CalendarEvent, ImportedFile, Reading
 from connectors import file_source
 from connectors.base import EventRecord, ReadContext, ReadingRecord, ReplaceScope
+from connectors.validate import check_event, check_reading
+
+log = logging.getLogger("rhythm_bridge.ingest")
 
 BATCH = 5000
 READING_KEY = ("source", "metric", "origin", "start_utc", "end_utc", "label")
@@ -53,6 +57,7 @@ class ImportSummary:
     new: int = 0
     by_type: Counter[str] = field(default_factory=Counter)
     cancelled: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
     skipped_same_file: bool = False
     seconds: float = 0.0
 
@@ -65,6 +70,8 @@ class ImportSummary:
             return f"{self.path}: already imported (same content), nothing to do"
         types = ", ".join(f"{k} {v}" for k, v in sorted(self.by_type.items()))
         extra = f", {self.cancelled} cancelled" if self.cancelled else ""
+        if self.skipped:
+            extra += f", {sum(self.skipped.values())} implausible skipped"
         return (
             f"{self.path}: {self.records} records ({types}); {self.new} new, "
             f"{self.known} already known{extra}; {self.seconds:.1f}s"
@@ -126,6 +133,16 @@ def write_records(
             progress(summary.records)
 
     for rec in records:
+        if isinstance(rec, ReadingRecord | EventRecord):
+            reason = (check_reading if isinstance(rec, ReadingRecord) else check_event)(rec, now)
+            if reason is not None:
+                kind = getattr(rec, "metric", "event")
+                if not summary.skipped[kind]:  # one warning per kind, not one per record
+                    log.warning(
+                        "%s: skipping implausible %s record: %s", summary.path, kind, reason
+                    )
+                summary.skipped[kind] += 1
+                continue
         if isinstance(rec, ReadingRecord):
             readings.append(rec.row(source, now))
             summary.by_type[rec.metric] += 1

@@ -1,0 +1,76 @@
+"""Plausibility checks every connector's records pass before they are stored.
+
+A record outside what a human body or a calendar can produce (HRV of -5 ms, 10^12 steps,
+a night in 1900) is skipped with a reason, never stored and never fatal: one bad record
+must not cost the person the rest of their export.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+from connectors.base import EventRecord, ReadingRecord
+
+# metric -> (lowest, highest) plausible value of ONE record.
+RANGES: dict[str, tuple[float, float]] = {
+    "steps": (0, 100_000),
+    "heart_rate": (20, 250),
+    "resting_hr": (25, 150),
+    "hrv_sdnn": (1, 500),
+    "hrv_rmssd": (1, 500),
+    "respiratory_rate": (4, 60),
+    "active_energy": (0, 10_000),
+    "stress": (0, 100),
+    "recovery": (0, 100),
+    "body_battery": (0, 100),
+    "sleep": (0, 24 * 60),
+    "mindful": (0, 12 * 60),
+    "workout": (0, 24 * 60),
+}
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+# Devices sync late and clocks drift; anything further ahead than this is not a reading.
+FUTURE_SLACK = timedelta(days=2)
+# One event or measurement spanning longer than this is a data error (multi-day trips are
+# all-day events, which are allowed up to a year).
+MAX_READING_SPAN = timedelta(days=2)
+MAX_EVENT_SPAN = timedelta(days=366)
+
+
+def check_reading(rec: ReadingRecord, now: datetime) -> str | None:
+    """Why this reading cannot be stored, or None when it is plausible."""
+    when = _check_span(rec.start, rec.end, now, MAX_READING_SPAN)
+    if when:
+        return when
+    bounds = RANGES.get(rec.metric)
+    if rec.value is not None:
+        if not math.isfinite(rec.value):
+            return f"{rec.metric} value {rec.value} is not a number"
+        if bounds and not bounds[0] <= rec.value <= bounds[1]:
+            return f"{rec.metric} value {rec.value:g} outside {bounds[0]:g}..{bounds[1]:g}"
+    return None
+
+
+def check_event(rec: EventRecord, now: datetime) -> str | None:
+    """Why this event cannot be stored, or None when it is plausible."""
+    return _check_span(rec.start, rec.end, now, MAX_EVENT_SPAN, future=timedelta(days=3660))
+
+
+def _check_span(
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    longest: timedelta,
+    future: timedelta = FUTURE_SLACK,
+) -> str | None:
+    if start.tzinfo is None or end.tzinfo is None:
+        return "time without a UTC offset"
+    if end < start:
+        return f"ends ({end.isoformat()}) before it starts ({start.isoformat()})"
+    if start < EARLIEST:
+        return f"starts in {start.year}, before {EARLIEST.year}"
+    if start > now + future:
+        return f"starts in the future ({start.isoformat()})"
+    if end - start > longest:
+        return f"spans {end - start}, longer than {longest}"
+    return None
