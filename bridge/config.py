@@ -76,7 +76,7 @@ class GoogleCalendarSettings(SourceSettings):
     interval_minutes: int = Field(15, ge=1, le=10080)
     calendars: list[str] = ["primary"]
     client_secrets_file: str = ""
-    api_base_url: str = "https://www.googleapis.com/"
+    api_base_url: str = "https://www.googleapis.com/calendar/v3/"
     token_url: str = "https://oauth2.googleapis.com/token"
     revoke_url: str = "https://oauth2.googleapis.com/revoke"
     redirect_port: int = Field(8080, ge=1, le=65535)
