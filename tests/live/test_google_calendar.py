@@ -214,6 +214,7 @@ def test_full_sync_pages_to_the_sync_token_and_normalizes_every_kind(
     uris = [req[0] for req in mock.request_sequence]
     assert len(uris) == 3
     first, second, team = (_query(u) for u in uris)
+    assert "timeMin" in team and "syncToken" not in team
     assert "/calendar/v3/calendars/primary/events" in uris[0]
     assert first["singleEvents"] == ["true"] and first["maxResults"] == ["2500"]
     assert first["timeMin"] == ["2026-10-15T06:40:00.000Z"]
