@@ -21,7 +21,9 @@ import httpx
 from bridge.config import Settings
 from bridge.errors import BridgeError, ConfigError
 from bridge.oauth import Pkce, authorization_url, code_from_redirect, new_state, wait_for_redirect
-from bridge.secrets import Secrets
+from bridge.secrets import Secrets, quiet_secret_loggers
+
+quiet_secret_loggers()
 
 # config section name -> the names `rhythm-bridge auth` accepts for it
 AUTH_NAMES = {"google_calendar": "google", "whoop": "whoop", "garmin": "garmin"}

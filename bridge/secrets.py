@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import os
 import threading
 from functools import lru_cache
@@ -35,6 +36,14 @@ KEY_ENV = "RHYTHM_BRIDGE_KEYRING_KEY"
 CREDENTIAL_NAME = "keyring-key"
 FILE_NAME = "secrets.keyring"
 _FORMAT = "rhythm-bridge-keyring@1"
+# Libraries that log token request bodies and responses at DEBUG level.
+SECRET_BEARING_LOGGERS = ("requests_oauthlib", "oauthlib")
+
+
+def quiet_secret_loggers() -> None:
+    """Cap the loggers that would print tokens at WARNING, whatever the root level is."""
+    for name in SECRET_BEARING_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _key_material() -> str | None:

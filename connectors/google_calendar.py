@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bridge.config import Settings
 from bridge.errors import AuthExpired, CursorInvalid, RateLimited, SourceError
-from bridge.secrets import Secrets
+from bridge.secrets import Secrets, quiet_secret_loggers
 from connectors.base import EventRecord, ReadContext, ReplaceScope
 from connectors.http import RetryableError, RetryPolicy, retry_after_seconds, with_retries
 from connectors.live import (
@@ -32,6 +32,8 @@ from connectors.live import (
     normalize,
     parse_instant,
 )
+
+quiet_secret_loggers()
 
 log = logging.getLogger("rhythm_bridge.google_calendar")
 
