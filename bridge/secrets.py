@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import logging
 import os
 import threading
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -75,6 +77,7 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
         super().__init__()
         self.path = Path(path) if path else default_file()
         self._key = key
+        self._salt: bytes | None = None
 
     @property
     def priority(self) -> float:  # type: ignore[override]
@@ -102,7 +105,8 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
             raise ConfigError(f"{self.path}: unreadable keyring file: {err}") from None
         if doc.get("format") != _FORMAT:
             raise ConfigError(f"{self.path}: not a rhythm-bridge keyring file")
-        key = _derive(self._material(), base64.b64decode(doc["salt"]))
+        self._salt = base64.b64decode(doc["salt"])
+        key = _derive(self._material(), self._salt)
         try:
             plain = Fernet(key).decrypt(doc["data"].encode())
         except InvalidToken:
@@ -115,7 +119,9 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
     def _save(self, data: dict[str, dict[str, str]]) -> None:
         from cryptography.fernet import Fernet
 
-        salt = os.urandom(16)
+        # Keep the file's salt (Fernet adds a fresh IV per write): one KDF run per process.
+        salt = self._salt or os.urandom(16)
+        self._salt = salt
         token = Fernet(_derive(self._material(), salt)).encrypt(json.dumps(data).encode())
         doc = {"format": _FORMAT, "salt": base64.b64encode(salt).decode(), "data": token.decode()}
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -132,18 +138,32 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
                 tmp.unlink()
         os.chmod(self.path, 0o600)
 
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Read-modify-write under a lock shared by every process (daemon, CLI)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            fd = os.open(
+                self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600
+            )
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)
+
     def get_password(self, service: str, username: str) -> str | None:
         with self._lock:
             return self._load().get(service, {}).get(username)
 
     def set_password(self, service: str, username: str, password: str) -> None:
-        with self._lock:
+        with self._locked():
             data = self._load()
             data.setdefault(service, {})[username] = password
             self._save(data)
 
     def delete_password(self, service: str, username: str) -> None:
-        with self._lock:
+        with self._locked():
             data = self._load()
             if username not in data.get(service, {}):
                 raise keyring.errors.PasswordDeleteError(f"{service}/{username} not found")

@@ -21,7 +21,8 @@ def test_round_trip_is_encrypted_atomic_and_private(tmp_path: Path) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     raw = path.read_bytes()
     assert b"s3cr3t" not in raw and b"another-value" not in raw
-    assert sorted(p.name for p in path.parent.iterdir()) == ["secrets.keyring"]  # no temp left
+    leftovers = sorted(p.name for p in path.parent.iterdir())
+    assert leftovers == ["secrets.keyring", "secrets.keyring.lock"]  # no temp file left
     again = EncryptedFileKeyring(path)
     assert again.get_password(SERVICE, "whoop:token") == "s3cr3t-refresh-value"
     again.delete_password(SERVICE, "whoop:token")
@@ -88,3 +89,28 @@ def test_secrets_json_helpers(secrets: Secrets) -> None:
     assert secrets.get_json("x") == {"a": 1}
     assert secrets.delete("x") and not secrets.delete("x")
     assert "encrypted file" in secrets.description
+
+
+def _write_many(path: str, who: int) -> None:
+    ring = EncryptedFileKeyring(path)
+    for i in range(3):
+        ring.set_password(SERVICE, f"p{who}-{i}", f"v{who}-{i}")
+
+
+def test_writers_in_several_processes_lose_nothing(tmp_path: Path) -> None:
+    import multiprocessing
+
+    path = str(tmp_path / "secrets.keyring")
+    procs = [
+        multiprocessing.get_context("fork").Process(target=_write_many, args=(path, n))
+        for n in range(3)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    ring = EncryptedFileKeyring(path)
+    assert all(
+        ring.get_password(SERVICE, f"p{n}-{i}") == f"v{n}-{i}" for n in range(3) for i in range(3)
+    )
