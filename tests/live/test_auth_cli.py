@@ -260,3 +260,31 @@ def test_pkce_challenge_is_s256_of_the_verifier() -> None:
     assert 43 <= len(p.verifier) <= 128
     digest = base64.urlsafe_b64encode(hashlib.sha256(p.verifier.encode()).digest()).rstrip(b"=")
     assert p.challenge == digest.decode()
+
+
+def test_sync_backfill_with_progress_and_status_names_the_fix(config: Path) -> None:
+    from tests.live.whoop_fakes import FakeWhoop, store_token
+
+    store_token(_secrets(config))
+    with respx.mock(assert_all_called=False) as mock:
+        mock.route(url__startswith=WHOOP_API).mock(side_effect=FakeWhoop())
+        result = _run(config, "sync", "whoop", "--since", "2022-04-01")
+    assert result.exit_code == 0, result.output
+    assert "whoop: ok" in result.output
+    _state.clear()
+    bad = _run(config, "sync", "whoop", "--since", "2022-13-01")
+    assert bad.exit_code == 2 and "use YYYY-MM-DD" in bad.output
+    _state.clear()
+    with respx.mock(assert_all_called=False) as mock:
+        mock.route(url__startswith=WHOOP_API).mock(return_value=httpx.Response(401))
+        mock.post(WHOOP_TOKEN_URL).mock(
+            return_value=httpx.Response(400, json={"error": "invalid_grant"})
+        )
+        failed = _run(config, "sync", "whoop")
+    assert failed.exit_code == 1 and "reauth_required" in failed.output
+    _state.clear()
+    doc = json.loads(_run(config, "status", "--json").output)
+    whoop = next(s for s in doc["sources"] if s["source"] == "whoop")
+    assert whoop["status"] == "reauth_required"
+    assert whoop["action_needed"] == "rhythm-bridge auth whoop"
+    assert {s["source"] for s in doc["sources"]} >= {"google_calendar", "whoop", "garmin"}

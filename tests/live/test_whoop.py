@@ -312,3 +312,19 @@ def test_all_collections_are_known_to_the_spec() -> None:
     from connectors.whoop import STREAMS
 
     assert set(STREAMS.values()) == set(COLLECTIONS)
+
+
+def test_since_backfills_from_that_date_whatever_the_cursor(
+    live_settings: Settings, secrets: Secrets, wstore: Store, ctx: ReadContext
+) -> None:
+    store_token(secrets)
+    with respx.mock(assert_all_called=False) as mock:
+        mock.route(url__startswith=API).mock(side_effect=FakeWhoop())
+        run_source(wstore, live_settings, "whoop", ctx)
+    fake = FakeWhoop()
+    with respx.mock(assert_all_called=False) as mock:
+        mock.route(url__startswith=API).mock(side_effect=fake)
+        since = datetime(2022, 1, 1, tzinfo=BERLIN)
+        assert run_source(wstore, live_settings, "whoop", ctx, since=since).status == "ok"
+    starts = {parse_qs(r.url.query.decode())["start"][0] for r in fake.seen}
+    assert starts == {"2021-12-31T23:00:00.000Z"}
