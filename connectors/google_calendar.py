@@ -104,7 +104,10 @@ def _execute(request: Any, policy: RetryPolicy, what: str) -> dict[str, Any]:
                 raise CursorInvalid(f"{what}: sync token expired (410 Gone)") from None
             if status == 401:
                 raise AuthExpired(SOURCE, f"{what} answered 401") from None
-            if status == 429 or (status == 403 and "ate limit" in reason):
+            details = f"{reason} {getattr(err, 'error_details', '')}".lower()
+            if status == 429 or (
+                status == 403 and ("ratelimit" in details or "rate limit" in details)
+            ):
                 wait = retry_after_seconds(dict(err.resp))
                 raise RateLimited(f"{what}: rate limited", retry_after=wait) from None
             if status == 404:

@@ -374,3 +374,25 @@ def test_refreshed_access_token_is_kept(monkeypatch, secrets, gstore, live_setti
     assert stored["token"] == "ya29.refreshed-access-value"
     assert stored["refresh_token"] == "1//google-refresh-token-value"
     assert time.time() < datetime.fromisoformat(stored["expiry"].replace("Z", "+00:00")).timestamp()
+
+
+def test_rate_limit_defers_the_source(monkeypatch, secrets, gstore, live_settings, ctx) -> None:
+    _store_creds(secrets)
+    body = json.dumps(
+        {
+            "error": {
+                "code": 403,
+                "message": "Rate Limit Exceeded",
+                "errors": [
+                    {
+                        "domain": "usageLimits",
+                        "reason": "rateLimitExceeded",
+                        "message": "Rate Limit Exceeded",
+                    }
+                ],
+            }
+        }
+    )
+    _serve(monkeypatch, [({"status": "403", "retry-after": "120"}, body)])
+    outcome = run_source(gstore, live_settings, "google_calendar", ctx)
+    assert outcome.status == "rate_limited" and outcome.retry_after == 120
