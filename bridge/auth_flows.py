@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from bridge.config import Settings
-from bridge.errors import BridgeError, ConfigError
+from bridge.errors import AuthExpired, BridgeError, ConfigError
 from bridge.oauth import Pkce, authorization_url, code_from_redirect, new_state, wait_for_redirect
 from bridge.secrets import Secrets, quiet_secret_loggers
 
@@ -187,6 +187,13 @@ def authorize_whoop(
     try:
         api.tokens.exchange_code(code, pkce.verifier)
         profile = api.get("/v2/user/profile/basic")
+    except AuthExpired as err:
+        # Most often a mistyped client secret: forget it so the next attempt asks again.
+        secrets.delete(CLIENT_SECRET)
+        raise BridgeError(
+            f"WHOOP refused the authorization ({err.args[0].rsplit('(', 1)[-1].rstrip(')')}); "
+            "check the client id and secret and run `rhythm-bridge auth whoop` again"
+        ) from None
     finally:
         if client is None:
             api.client.close()

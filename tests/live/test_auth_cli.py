@@ -288,3 +288,21 @@ def test_sync_backfill_with_progress_and_status_names_the_fix(config: Path) -> N
     assert whoop["status"] == "reauth_required"
     assert whoop["action_needed"] == "rhythm-bridge auth whoop"
     assert {s["source"] for s in doc["sources"]} >= {"google_calendar", "whoop", "garmin"}
+
+
+def test_auth_whoop_with_a_wrong_secret_asks_again_next_time(
+    config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    browser = FakeBrowser("whoop-auth-code-value", secret="mistyped")
+    with respx.mock(assert_all_called=True) as mock:
+        mock.post(WHOOP_TOKEN_URL).mock(
+            return_value=httpx.Response(401, json={"error": "invalid_client"})
+        )
+        result = _run(
+            config, "auth", "whoop", "--mode", "paste", browser=browser, monkeypatch=monkeypatch
+        )
+    assert result.exit_code == 2
+    assert (
+        "WHOOP refused the authorization (token endpoint said 401 invalid_client)" in result.output
+    )
+    assert _secrets(config).get("whoop:client_secret") is None
