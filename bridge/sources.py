@@ -186,46 +186,24 @@ def run_source(
     return outcome
 
 
-def mark_authorized(store: Store, source: str) -> None:
-    """After a successful `auth`: clear reauth_required so the daemon pulls again."""
-    state = get_state(store, source)
-    if state is None:
-        return
+def _set_status(store: Store, source: str, **fields: Any) -> None:
+    row = {"source": source, "stream": "", "partition": "", **fields}
     with store.transaction() as session:
-        upsert(
-            session,
-            SyncState,
-            [
-                {
-                    "source": source,
-                    "stream": "",
-                    "partition": "",
-                    "status": "authorized",
-                    "retry_after": None,
-                    "last_attempt_at": None,  # due at the next cycle
-                }
-            ],
-            keys=STATE_KEY,
-            update=("status", "retry_after", "last_attempt_at"),
-        )
+        upsert(session, SyncState, [row], keys=STATE_KEY, update=tuple(fields))
+
+
+def mark_authorized(store: Store, source: str) -> None:
+    """After a successful `auth`: clear reauth_required so the next cycle pulls it."""
+    if get_state(store, source) is not None:
+        _set_status(store, source, status="authorized", retry_after=None, last_attempt_at=None)
 
 
 def mark_revoked(store: Store, source: str, now: datetime) -> None:
     """After `auth revoke`: stop pulling until the person runs `auth` again."""
-    with store.transaction() as session:
-        upsert(
-            session,
-            SyncState,
-            [
-                {
-                    "source": source,
-                    "stream": "",
-                    "partition": "",
-                    "status": "reauth_required",
-                    "last_error": "authorization revoked by `rhythm-bridge auth revoke`",
-                    "last_error_at": now,
-                }
-            ],
-            keys=STATE_KEY,
-            update=("status", "last_error", "last_error_at"),
-        )
+    _set_status(
+        store,
+        source,
+        status="reauth_required",
+        last_error="authorization revoked by `rhythm-bridge auth revoke`",
+        last_error_at=now,
+    )

@@ -25,7 +25,7 @@ from bridge.errors import AuthExpired, RateLimited, SourceError
 from bridge.secrets import Secrets
 from connectors.base import ReadContext, ReadingRecord
 from connectors.http import RateWindow, RetryPolicy, request
-from connectors.live import Cursors, Progress, PullResult, no_progress, normalize
+from connectors.live import Cursors, Progress, PullResult, no_progress, normalize, packed_sleep
 
 log = logging.getLogger("rhythm_bridge.garmin")
 
@@ -207,24 +207,18 @@ def sleep_records(doc: dict[str, Any]) -> list[ReadingRecord]:
     end = datetime.fromtimestamp(end_ms / 1000, UTC).astimezone(tz)
     if end <= start:
         return []
-    out = [
-        ReadingRecord(
-            "sleep", start, end, (end - start).total_seconds() / 60, "min", "in_bed", ORIGIN
-        )
-    ]
-    cursor = start
-    for label, key in (
-        ("deep", "deepSleepSeconds"),
-        ("core", "lightSleepSeconds"),
-        ("rem", "remSleepSeconds"),
-        ("awake", "awakeSleepSeconds"),
-    ):
-        secs = dto.get(key) or 0
-        if secs <= 0:
-            continue
-        stop = min(end, cursor + timedelta(seconds=secs))
-        out.append(ReadingRecord("sleep", cursor, stop, secs / 60, "min", label, ORIGIN))
-        cursor = stop
+    out = packed_sleep(
+        start,
+        end,
+        (end - start).total_seconds() / 60,
+        {
+            "deep": (dto.get("deepSleepSeconds") or 0) / 60,
+            "core": (dto.get("lightSleepSeconds") or 0) / 60,
+            "rem": (dto.get("remSleepSeconds") or 0) / 60,
+            "awake": (dto.get("awakeSleepSeconds") or 0) / 60,
+        },
+        ORIGIN,
+    )
     overall = ((dto.get("sleepScores") or {}).get("overall") or {}).get("value")
     if overall is not None:
         out.append(ReadingRecord("sleep_score", end, end, float(overall), "%", "", ORIGIN))

@@ -14,6 +14,9 @@ from typing import Any
 
 from connectors.base import EventRecord, ReadingRecord, ReplaceScope
 
+# The stages laid out from sleep start, in this order, when a source gives only totals.
+STAGE_ORDER = ("deep", "core", "rem", "awake")
+
 log = logging.getLogger("rhythm_bridge.sync")
 
 # progress(stage, items so far); the CLI draws it, the daemon ignores it.
@@ -79,4 +82,24 @@ def normalize(
             out.extend(convert(raw))
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             log.warning("%s: skipped a malformed %s record (%s)", source, stream, err)
+    return out
+
+
+def packed_sleep(
+    start: datetime, end: datetime, in_bed: float, minutes: dict[str, float], origin: str
+) -> list[ReadingRecord]:
+    """An in-bed span plus stage totals laid back to back from sleep start.
+
+    WHOOP and Garmin summaries give no hypnogram; consecutive intervals keep every
+    duration exact (the meters take unions of intervals) while the order is invented.
+    """
+    out = [ReadingRecord("sleep", start, end, in_bed, "min", "in_bed", origin)]
+    cursor = start
+    for label in STAGE_ORDER:
+        value = minutes.get(label) or 0.0
+        if value <= 0:
+            continue
+        stop = min(end, cursor + timedelta(minutes=value))
+        out.append(ReadingRecord("sleep", cursor, stop, value, "min", label, origin))
+        cursor = stop
     return out

@@ -30,6 +30,7 @@ from connectors.live import (
     iso_z,
     no_progress,
     normalize,
+    packed_sleep,
     parse_instant,
     parse_offset,
 )
@@ -237,30 +238,22 @@ def sleep_records(raw: dict[str, Any]) -> list[ReadingRecord]:
         return []
     origin = "whoop-nap" if raw.get("nap") else "whoop"
     stages = score.get("stage_summary") or {}
-    out = [
-        ReadingRecord(
-            "sleep",
-            start,
-            end,
-            stages.get("total_in_bed_time_milli", 0) / 60000,
-            "min",
-            "in_bed",
-            origin,
-        )
-    ]
-    cursor = start
-    for label, key in (
-        ("deep", "total_slow_wave_sleep_time_milli"),
-        ("core", "total_light_sleep_time_milli"),
-        ("rem", "total_rem_sleep_time_milli"),
-        ("awake", "total_awake_time_milli"),
-    ):
-        ms = stages.get(key) or 0
-        if ms <= 0:
-            continue
-        stop = min(end, cursor + timedelta(milliseconds=ms))
-        out.append(ReadingRecord("sleep", cursor, stop, ms / 60000, "min", label, origin))
-        cursor = stop
+
+    def minutes(key: str) -> float:
+        return (stages.get(key) or 0) / 60000
+
+    out = packed_sleep(
+        start,
+        end,
+        minutes("total_in_bed_time_milli"),
+        {
+            "deep": minutes("total_slow_wave_sleep_time_milli"),
+            "core": minutes("total_light_sleep_time_milli"),
+            "rem": minutes("total_rem_sleep_time_milli"),
+            "awake": minutes("total_awake_time_milli"),
+        },
+        origin,
+    )
     if score.get("sleep_performance_percentage") is not None:
         value = float(score["sleep_performance_percentage"])
         out.append(ReadingRecord("sleep_score", end, end, value, "%", "", origin))
