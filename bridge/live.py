@@ -15,6 +15,7 @@ from sqlalchemy import select, update
 from sqlmodel import Session
 
 from bridge.config import Settings
+from bridge.errors import SourceError
 from bridge.ingest import ImportSummary, write_records
 from bridge.secrets import Secrets
 from bridge.store import Store, upsert
@@ -115,4 +116,8 @@ def run_live(
     )
     progress("saving", len(result.records))
     summary = commit(store, source, result, ctx.now)
+    if result.errors:
+        raise SourceError(
+            f"{source}: stored {summary.records} records, but: " + "; ".join(result.errors)
+        )
     return summary.records + summary.cancelled, summary.new + summary.cancelled

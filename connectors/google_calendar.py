@@ -18,7 +18,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bridge.config import Settings
-from bridge.errors import AuthExpired, CursorInvalid, RateLimited, SourceError
+from bridge.errors import AuthExpired, CursorInvalid, RateLimited, SourceError, Transient
 from bridge.secrets import Secrets, quiet_secret_loggers
 from connectors.base import EventRecord, ReadContext, ReplaceScope
 from connectors.http import RetryableError, RetryPolicy, retry_after_seconds, with_retries
@@ -243,32 +243,55 @@ def pull(
     time_min = since or (ctx.now - timedelta(days=ctx.past_days))
     result = PullResult()
     for calendar_id in cfg.calendars:
-        token = None if since else cursors.get((STREAM, calendar_id))
-        items: list[dict[str, Any]] = []
-        if token:
-            try:
-                items, next_token = list_events(
-                    service,
-                    calendar_id,
-                    {"singleEvents": True, "syncToken": token, "maxResults": PAGE_SIZE},
-                    policy,
-                    progress,
-                )
-            except CursorInvalid:
-                log.info("%s %s: sync token expired, full resync", SOURCE, calendar_id)
-                token = None
-        if not token:
-            params = {"singleEvents": True, "timeMin": iso_z(time_min), "maxResults": PAGE_SIZE}
-            items, next_token = list_events(service, calendar_id, params, policy, progress)
-            # A full list is the whole truth from timeMin on: what it lacks is gone.
-            result.records.append(ReplaceScope(calendar_id, time_min, _FAR_FUTURE))
-        convert = partial(event_record, calendar_id, tz=ctx.tz)
-        for rec in normalize(SOURCE, calendar_id, items, convert):
-            if isinstance(rec, Cancellation):
-                result.cancellations.append(rec)
-            else:
-                result.records.append(rec)
-        result.cursors[(STREAM, calendar_id)] = next_token
+        try:
+            _sync_calendar(
+                service, calendar_id, cursors, since, time_min, ctx, policy, progress, result
+            )
+        except (AuthExpired, RateLimited, Transient):
+            raise  # the whole source is affected
+        except SourceError as err:
+            # One bad calendar id must not stop the others; the error is still reported.
+            result.errors.append(str(err))
     if creds.token != token_before:
         save_credentials(secrets, creds)  # keep the refreshed access token for the next run
     return result
+
+
+def _sync_calendar(
+    service: Any,
+    calendar_id: str,
+    cursors: Cursors,
+    since: datetime | None,
+    time_min: datetime,
+    ctx: ReadContext,
+    policy: RetryPolicy,
+    progress: Progress,
+    result: PullResult,
+) -> None:
+    """Incremental list when a sync token is stored, else (or after a 410) a full one."""
+    token = None if since else cursors.get((STREAM, calendar_id))
+    items: list[dict[str, Any]] = []
+    if token:
+        try:
+            items, next_token = list_events(
+                service,
+                calendar_id,
+                {"singleEvents": True, "syncToken": token, "maxResults": PAGE_SIZE},
+                policy,
+                progress,
+            )
+        except CursorInvalid:
+            log.info("%s %s: sync token expired, full resync", SOURCE, calendar_id)
+            token = None
+    if not token:
+        params = {"singleEvents": True, "timeMin": iso_z(time_min), "maxResults": PAGE_SIZE}
+        items, next_token = list_events(service, calendar_id, params, policy, progress)
+        # A full list is the whole truth from timeMin on: what it lacks is gone.
+        result.records.append(ReplaceScope(calendar_id, time_min, _FAR_FUTURE))
+    convert = partial(event_record, calendar_id, tz=ctx.tz)
+    for rec in normalize(SOURCE, calendar_id, items, convert):
+        if isinstance(rec, Cancellation):
+            result.cancellations.append(rec)
+        else:
+            result.records.append(rec)
+    result.cursors[(STREAM, calendar_id)] = next_token

@@ -41,6 +41,8 @@ class PullResult:
     cancellations: list[Cancellation] = field(default_factory=list)
     cursors: Cursors = field(default_factory=dict)
     requests: int = 0
+    # Partial failures (one calendar of several): the rest is stored, then these are raised.
+    errors: list[str] = field(default_factory=list)
 
 
 def no_progress(stage: str, count: int) -> None:

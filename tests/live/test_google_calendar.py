@@ -396,3 +396,18 @@ def test_rate_limit_defers_the_source(monkeypatch, secrets, gstore, live_setting
     _serve(monkeypatch, [({"status": "403", "retry-after": "120"}, body)])
     outcome = run_source(gstore, live_settings, "google_calendar", ctx)
     assert outcome.status == "rate_limited" and outcome.retry_after == 120
+
+
+def test_a_wrong_calendar_id_does_not_stop_the_others(
+    monkeypatch, secrets, gstore, live_settings, ctx
+) -> None:
+    _store_creds(secrets)
+    not_found = json.dumps({"error": {"code": 404, "message": "Not Found"}})
+    _serve(monkeypatch, [({"status": "404"}, not_found), _page(TEAM, sync="sync-team-1")])
+    outcome = run_source(gstore, live_settings, "google_calendar", ctx)
+    assert outcome.status == "error"
+    assert "calendar not found" in (outcome.error or "") and "primary" in (outcome.error or "")
+    assert ("team@example.com", "team1", "") in _events(gstore)
+    assert load_cursors(gstore, "google_calendar") == {
+        ("events", "team@example.com"): "sync-team-1"
+    }
