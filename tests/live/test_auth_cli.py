@@ -306,3 +306,57 @@ def test_auth_whoop_with_a_wrong_secret_asks_again_next_time(
         "WHOOP refused the authorization (token endpoint said 401 invalid_client)" in result.output
     )
     assert _secrets(config).get("whoop:client_secret") is None
+
+
+def test_auth_google_loopback_listener(config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from google_auth_oauthlib.flow import InstalledAppFlow
+
+    from bridge.auth_flows import authorize_google
+
+    port = _free_port()
+    monkeypatch.setenv("RHYTHM_BRIDGE_SOURCES__GOOGLE_CALENDAR__REDIRECT_PORT", str(port))
+    settings = load_settings(config)
+    fake_requests_token_endpoint(
+        monkeypatch,
+        lambda form: {
+            "access_token": "ya29.loopback-access",
+            "refresh_token": "1//loopback-refresh",
+            "expires_in": 3599,
+            "token_type": "Bearer",
+        },
+    )
+    states: list[str] = []
+    real = InstalledAppFlow.authorization_url
+
+    def spy(self: Any, **kwargs: Any) -> Any:
+        url, state = real(self, **kwargs)
+        states.append(state)
+        return url, state
+
+    monkeypatch.setattr(InstalledAppFlow, "authorization_url", spy)
+
+    def browser() -> None:  # what the person's browser does after consenting
+        for _ in range(200):
+            if states:
+                try:
+                    httpx.get(f"http://localhost:{port}/?state={states[0]}&code=4/0loopback-code")
+                    return
+                except httpx.ConnectError:
+                    pass
+            threading.Event().wait(0.02)
+
+    thread = threading.Thread(target=browser)
+    thread.start()
+    said: list[str] = []
+    from bridge.auth_flows import Prompter
+
+    message = authorize_google(
+        settings,
+        _secrets(config),
+        Prompter(said.append, lambda t: "", lambda t: ""),
+        loopback=True,
+        open_browser=False,
+    )
+    thread.join(timeout=10)
+    assert "Google Calendar connected" in message
+    assert (_secrets(config).get_json(GOOGLE_TOKEN) or {})["refresh_token"] == "1//loopback-refresh"
