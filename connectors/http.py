@@ -13,7 +13,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
@@ -144,7 +143,3 @@ def request(
         return resp
 
     return with_retries(once, policy, what, (RetryableError,))
-
-
-def utc_after(seconds: float) -> datetime:
-    return datetime.fromtimestamp(time.time() + seconds, UTC)

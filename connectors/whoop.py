@@ -305,21 +305,21 @@ def workout_records(raw: dict[str, Any]) -> list[ReadingRecord]:
 
 def _next_cursor(stream: str, raws: list[dict[str, Any]], old: str | None) -> str | None:
     """Oldest still-pending record's time, else the newest record's time, else `old`."""
-
-    def when(raw: dict[str, Any]) -> str:
-        return str(raw.get("start") or raw.get("created_at"))
-
-    times = [when(r) for r in raws if when(r) != "None"]
-    pending = [
-        when(r)
-        for r in raws
-        if r.get("score_state") == "PENDING_SCORE" or (stream == "cycle" and not r.get("end"))
-    ]
-    candidates = sorted(pending) or sorted(times)[-1:]
-    if not candidates:
+    times, pending = [], []
+    for raw in raws:
+        try:
+            when = parse_instant(str(raw.get("start") or raw["created_at"]))
+        except (KeyError, ValueError):
+            continue  # normalize() reports the malformed record
+        times.append(when)
+        if raw.get("score_state") == "PENDING_SCORE" or (stream == "cycle" and not raw.get("end")):
+            pending.append(when)
+    if pending:
+        return iso_z(min(pending))
+    if not times:
         return old
-    new = iso_z(parse_instant(candidates[0]))
-    return new if not old or pending or new > old else old
+    newest = max(times)
+    return iso_z(newest) if not old or newest > parse_instant(old) else old
 
 
 def pull(
