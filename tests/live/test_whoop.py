@@ -328,3 +328,22 @@ def test_since_backfills_from_that_date_whatever_the_cursor(
         assert run_source(wstore, live_settings, "whoop", ctx, since=since).status == "ok"
     starts = {parse_qs(r.url.query.decode())["start"][0] for r in fake.seen}
     assert starts == {"2021-12-31T23:00:00.000Z"}
+
+
+def test_a_malformed_record_is_skipped_not_fatal(
+    live_settings: Settings,
+    secrets: Secrets,
+    wstore: Store,
+    ctx: ReadContext,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store_token(secrets)
+    broken = {**record_example("/v2/activity/workout")}
+    broken.pop("start")
+    good = record_example("/v2/activity/workout")
+    fake = FakeWhoop({"/v2/activity/workout": [[broken, good]]})
+    with respx.mock(assert_all_called=False) as mock:
+        mock.route(url__startswith=API).mock(side_effect=fake)
+        assert run_source(wstore, live_settings, "whoop", ctx).status == "ok"
+    assert [m for m, _, _ in _readings(wstore)] == ["workout"]
+    assert "skipped a malformed workout record" in caplog.text
