@@ -182,6 +182,10 @@ def authorize_whoop(
         pasted = wait_for_redirect(parts.hostname or "localhost", parts.port or 80)
         code = code_from_redirect(pasted, state)
     else:
+        if loopback:
+            prompt.say(
+                "WHOOP needs an https redirect, which no local listener can answer: paste it."
+            )
         code = _paste(prompt, url, state, cfg.redirect_uri)
     api = WhoopAPI(settings, secrets, client)
     try:
