@@ -68,6 +68,7 @@ def _main(
     from bridge.logs import setup_logging
 
     _state["config"] = config
+    _state["log_json"] = log_json
     setup_logging(logging.INFO if verbose else logging.WARNING, as_json=log_json)
 
 
@@ -182,9 +183,10 @@ def run(
         )
         return
     from bridge.daemon import run_daemon
+    from bridge.logs import setup_logging
 
-    if not logging.getLogger().isEnabledFor(logging.INFO):
-        logging.getLogger().setLevel(logging.INFO)
+    # A daemon logs every sync and cycle (journald keeps them), verbose or not.
+    setup_logging(logging.INFO, as_json=_state.get("log_json", False))
     run_daemon(_settings(), _store())
 
 
@@ -209,22 +211,44 @@ def import_(
 @app.command()
 def sync(
     source: Annotated[str | None, typer.Argument(help="One source (default: all enabled).")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(help="Backfill from this local date YYYY-MM-DD instead of the cursor."),
+    ] = None,
 ) -> None:
-    """Pull enabled sources now, whether or not they are due."""
+    """Pull enabled sources now, whether or not they are due (with --since: a backfill)."""
     from bridge.pipeline import read_context
     from bridge.sources import SCHEDULED, enabled_sources, run_source
 
     settings, store = _settings(), _store()
     if source is not None and source not in SCHEDULED:
         raise BridgeError(f"unknown source {source!r}; choose one of: {', '.join(SCHEDULED)}")
+    try:
+        first = (
+            datetime.combine(date.fromisoformat(since), datetime.min.time(), tzinfo=settings.tz)
+            if since
+            else None
+        )
+    except ValueError:
+        raise BridgeError(f"--since {since!r}: use YYYY-MM-DD") from None
     names = [source] if source else enabled_sources(settings)
     if not names:
         typer.echo("no source is enabled; enable one in the config ([sources.*] enabled = true)")
         return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     ctx = read_context(settings, datetime.now(UTC))
     failed = False
     for name in names:
-        outcome = run_source(store, settings, name, ctx)
+        with Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True
+        ) as bar:
+            task = bar.add_task(f"{name}: starting")
+
+            def step(stage: str, count: int, name: str = name, task: Any = task) -> None:
+                bar.update(task, description=f"{name}: {stage} ({count})")
+
+            outcome = run_source(store, settings, name, ctx, since=first, progress=step)
         failed |= outcome.error is not None
         typer.echo(
             f"{name}: {outcome.status}, {outcome.records} records, {outcome.new} new"
@@ -391,7 +415,7 @@ def status(as_json: JsonOpt = False) -> None:
 
 
 # Command modules register themselves on `app` when imported (one line each).
-from bridge.commands import ops  # noqa: E402, F401
+from bridge.commands import auth, ops  # noqa: E402, F401
 
 
 def main() -> None:

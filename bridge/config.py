@@ -15,7 +15,7 @@ import tomllib
 from datetime import time, tzinfo
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -23,8 +23,11 @@ from bridge.errors import ConfigError
 
 ENV_PREFIX = "RHYTHM_BRIDGE_"
 CONFIG_ENV = "RHYTHM_BRIDGE_CONFIG"
-# Variables with the prefix that are options of the program, not config keys.
-NON_CONFIG_ENV = frozenset({CONFIG_ENV, "RHYTHM_BRIDGE_LOG_JSON"})
+# The encrypted keyring's key is a secret, not a setting (see bridge/secrets.py).
+KEYRING_KEY_ENV = "RHYTHM_BRIDGE_KEYRING_KEY"
+# Variables with the prefix that are not config keys: the config path, the log format
+# switch and the keyring key.
+NON_CONFIG_ENV = frozenset({CONFIG_ENV, "RHYTHM_BRIDGE_LOG_JSON", KEYRING_KEY_ENV})
 APP_NAME = "rhythm-bridge"
 
 
@@ -77,6 +80,10 @@ class GoogleCalendarSettings(SourceSettings):
     interval_minutes: int = Field(15, ge=1, le=10080)
     calendars: list[str] = ["primary"]
     client_secrets_file: str = ""
+    api_base_url: str = "https://www.googleapis.com/calendar/v3/"
+    token_url: str = "https://oauth2.googleapis.com/token"
+    revoke_url: str = "https://oauth2.googleapis.com/revoke"
+    redirect_port: int = Field(8080, ge=1, le=65535)
 
 
 class WhoopSettings(SourceSettings):
@@ -85,12 +92,21 @@ class WhoopSettings(SourceSettings):
     token_url: str = "https://api.prod.whoop.com/oauth/oauth2/token"
     client_id: str = ""
     redirect_uri: str = "https://localhost:8080/callback"
+    refetch_days: int = Field(3, ge=0, le=30)
+    requests_per_minute: int = Field(100, ge=1, le=1000)
 
 
 class GarminSettings(SourceSettings):
     interval_minutes: int = Field(240, ge=30, le=10080)
     api_base_url: str = "https://personal.connectapi.garmin.com"
+    token_url: str = (
+        "https://personal.connectapi.garmin.com"
+        "/personalapitoken-service/personal-api/personal-api-key/token"
+    )
     export_dir: str = ""
+    refetch_days: int = Field(3, ge=0, le=30)
+    max_range_days: int = Field(28, ge=1, le=28)
+    rate_limit_backoff_hours: float = Field(2.0, ge=0.25, le=48)
 
 
 class Sources(_Section):
@@ -99,6 +115,18 @@ class Sources(_Section):
     google_calendar: GoogleCalendarSettings = GoogleCalendarSettings()
     whoop: WhoopSettings = WhoopSettings()
     garmin: GarminSettings = GarminSettings()
+
+
+class SecretsSettings(_Section):
+    backend: Literal["auto", "system", "file"] = "auto"
+    file: str = ""
+
+
+class HttpSettings(_Section):
+    timeout_seconds: float = Field(30.0, gt=0, le=600)
+    max_attempts: int = Field(4, ge=1, le=10)
+    backoff_base_seconds: float = Field(1.0, ge=0, le=60)
+    backoff_max_seconds: float = Field(60.0, ge=0, le=3600)
 
 
 class RunnerSettings(_Section):
@@ -131,6 +159,8 @@ class Settings(_Section):
     export: ExportSettings = ExportSettings()
     schedule: ScheduleSettings = ScheduleSettings()
     sources: Sources = Sources()
+    secrets: SecretsSettings = SecretsSettings()
+    http: HttpSettings = HttpSettings()
     runner: RunnerSettings = RunnerSettings()
     classifier: ClassifierSettings = ClassifierSettings()
     web: WebSettings = WebSettings()

@@ -132,9 +132,13 @@ def write_records(
         if progress:
             progress(summary.records)
 
+    # Plausibility is judged against the real clock: a pull's `now` may be a logical time
+    # (a backfill, a test), but no measurement can come from after this moment.
+    wall_clock = utcnow()
     for rec in records:
         if isinstance(rec, ReadingRecord | EventRecord):
-            reason = (check_reading if isinstance(rec, ReadingRecord) else check_event)(rec, now)
+            check = check_reading if isinstance(rec, ReadingRecord) else check_event
+            reason = check(rec, wall_clock)
             if reason is not None:
                 kind = getattr(rec, "metric", "event")
                 if not summary.skipped[kind]:  # one warning per kind, not one per record

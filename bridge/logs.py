@@ -15,6 +15,7 @@ import sys
 from datetime import UTC, datetime
 
 MASK = "[redacted]"
+_HANDLER_NAME = "rhythm-bridge"
 _PATTERNS = (
     re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
     re.compile(r"(?i)(\bapikey\s+)[A-Za-z0-9._~+/=-]{8,}"),
@@ -71,6 +72,8 @@ class JsonFormatter(logging.Formatter):
 def setup_logging(level: int = logging.WARNING, *, as_json: bool = False) -> None:
     """Configure the root logger once: stderr, one line per event, secrets redacted."""
     handler = logging.StreamHandler(sys.stderr)
+    handler.set_name(_HANDLER_NAME)
+    handler.setLevel(level)
     handler.addFilter(RedactingFilter())
     handler.setFormatter(
         JsonFormatter()
@@ -78,7 +81,9 @@ def setup_logging(level: int = logging.WARNING, *, as_json: bool = False) -> Non
         else logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
     )
     root = logging.getLogger()
-    for old in list(root.handlers):
+    # Replace only our own handler: an embedding program's handlers stay, and a level it
+    # lowered (say to DEBUG) is not raised again.
+    for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(level)
+    root.setLevel(min(root.level or logging.WARNING, level))

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select
 
@@ -20,6 +21,7 @@ from bridge.ingest import import_file
 from bridge.store import Store, upsert
 from bridge.store.models import SyncState
 from connectors.base import ReadContext
+from connectors.live import Progress, no_progress
 
 log = logging.getLogger("rhythm_bridge.sync")
 
@@ -34,6 +36,7 @@ class SyncOutcome:
     new: int = 0
     error: str | None = None
     seconds: float = 0.0
+    retry_after: float | None = None
 
 
 def _scan(folder: str, patterns: tuple[str, ...]) -> list[Path]:
@@ -45,7 +48,7 @@ def _scan(folder: str, patterns: tuple[str, ...]) -> list[Path]:
     return sorted(p for pat in patterns for p in root.glob(pat) if p.is_file())
 
 
-def _apple_health(settings: Settings, store: Store, ctx: ReadContext) -> tuple[int, int]:
+def _apple_health(settings: Settings, store: Store, ctx: ReadContext, **_: Any) -> tuple[int, int]:
     records = new = 0
     for path in _scan(settings.sources.apple_health.watch_dir, ("*.zip", "*.xml")):
         summary = import_file(store, "apple-health", path, ctx)
@@ -53,7 +56,7 @@ def _apple_health(settings: Settings, store: Store, ctx: ReadContext) -> tuple[i
     return records, new
 
 
-def _ics(settings: Settings, store: Store, ctx: ReadContext) -> tuple[int, int]:
+def _ics(settings: Settings, store: Store, ctx: ReadContext, **_: Any) -> tuple[int, int]:
     records = new = 0
     for path in settings.sources.ics.paths:
         # Recurring series expand relative to "now", so the same file is re-read (the
@@ -63,10 +66,23 @@ def _ics(settings: Settings, store: Store, ctx: ReadContext) -> tuple[int, int]:
     return records, new
 
 
-# source name -> how one scheduled pull of it runs. Later connectors register here.
-SCHEDULED: dict[str, Callable[[Settings, Store, ReadContext], tuple[int, int]]] = {
+def _live(source: str) -> Callable[..., tuple[int, int]]:
+    def run(settings: Settings, store: Store, ctx: ReadContext, **options: Any) -> tuple[int, int]:
+        from bridge.live import run_live
+
+        return run_live(source, settings, store, ctx, **options)
+
+    return run
+
+
+# source name -> how one scheduled pull of it runs: fn(settings, store, ctx, *, since=None,
+# progress=...) -> (records, new). Later connectors register here.
+SCHEDULED: dict[str, Callable[..., tuple[int, int]]] = {
     "apple_health": _apple_health,
     "ics": _ics,
+    "google_calendar": _live("google_calendar"),
+    "whoop": _live("whoop"),
+    "garmin": _live("garmin"),
 }
 
 
@@ -121,7 +137,9 @@ def record_outcome(store: Store, outcome: SyncOutcome, now: datetime) -> None:
         else (state.last_success_at if state else None),
         "last_error_at": now if outcome.error else (state.last_error_at if state else None),
         "last_error": outcome.error if outcome.error else (state.last_error if state else None),
-        "retry_after": None,
+        "retry_after": now + timedelta(seconds=outcome.retry_after)
+        if outcome.retry_after
+        else None,
         "cursor": state.cursor if state else None,
     }
     with store.transaction() as session:
@@ -134,14 +152,22 @@ def record_outcome(store: Store, outcome: SyncOutcome, now: datetime) -> None:
         )
 
 
-def run_source(store: Store, settings: Settings, source: str, ctx: ReadContext) -> SyncOutcome:
+def run_source(
+    store: Store,
+    settings: Settings,
+    source: str,
+    ctx: ReadContext,
+    *,
+    since: datetime | None = None,
+    progress: Progress = no_progress,
+) -> SyncOutcome:
     """Pull one source now; any failure is recorded, logged, and returned, never raised."""
     started = time.perf_counter()
     try:
-        records, new = SCHEDULED[source](settings, store, ctx)
+        records, new = SCHEDULED[source](settings, store, ctx, since=since, progress=progress)
         outcome = SyncOutcome(source, "ok", records, new)
     except RateLimited as err:
-        outcome = SyncOutcome(source, err.status, error=str(err))
+        outcome = SyncOutcome(source, err.status, error=str(err), retry_after=err.retry_after)
     except SourceError as err:
         outcome = SyncOutcome(source, err.status, error=str(err))
     except BridgeError as err:
@@ -158,3 +184,26 @@ def run_source(store: Store, settings: Settings, source: str, ctx: ReadContext) 
         f" error={outcome.error!r}" if outcome.error else "",
     )
     return outcome
+
+
+def _set_status(store: Store, source: str, **fields: Any) -> None:
+    row = {"source": source, "stream": "", "partition": "", **fields}
+    with store.transaction() as session:
+        upsert(session, SyncState, [row], keys=STATE_KEY, update=tuple(fields))
+
+
+def mark_authorized(store: Store, source: str) -> None:
+    """After a successful `auth`: clear reauth_required so the next cycle pulls it."""
+    if get_state(store, source) is not None:
+        _set_status(store, source, status="authorized", retry_after=None, last_attempt_at=None)
+
+
+def mark_revoked(store: Store, source: str, now: datetime) -> None:
+    """After `auth revoke`: stop pulling until the person runs `auth` again."""
+    _set_status(
+        store,
+        source,
+        status="reauth_required",
+        last_error="authorization revoked by `rhythm-bridge auth revoke`",
+        last_error_at=now,
+    )

@@ -1,0 +1,352 @@
+"""Garmin Connect Personal API: daily HRV, sleep (stages, score), resting HR, stress,
+body battery, steps and all-day heart rate.
+
+The person creates an API key in Garmin Connect web; it is exchanged for a bearer token
+(a JWT, about a day) that is cached in the keyring and renewed an hour before it expires,
+so the key is used about once a day. Garmin locks out clients that ask too often: every
+range is at most `max_range_days`, requests are paced, and a 429 stops the source for
+`rate_limit_backoff_hours`. Watches upload late, so each pull re-reads `refetch_days`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta, timezone
+from typing import Any
+
+import httpx
+
+from bridge.config import Settings
+from bridge.errors import AuthExpired, RateLimited, SourceError
+from bridge.secrets import Secrets
+from connectors.base import ReadContext, ReadingRecord
+from connectors.http import RateWindow, RetryPolicy, request
+from connectors.live import Cursors, Progress, PullResult, no_progress, normalize, packed_sleep
+
+log = logging.getLogger("rhythm_bridge.garmin")
+
+SOURCE = "garmin"
+PROVIDES = frozenset(
+    {"hrv_rmssd", "sleep", "sleep_score", "respiratory_rate", "resting_hr", "stress"}
+    | {"body_battery", "steps", "heart_rate"}
+)
+KEY_SECRET = "garmin:api_key"
+TOKEN_SECRET = "garmin:token"
+STREAM = "daily"
+ORIGIN = "garmin"
+_RENEW_BEFORE = 3600.0  # seconds: renew the bearer token an hour before it expires
+_DEFAULT_LIFETIME = 20 * 3600.0
+
+
+def _jwt_expiry(token: str) -> float | None:
+    """The `exp` claim of a JWT, read without verifying (only to know when to renew)."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        return float(claims["exp"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _token_from_body(resp: httpx.Response) -> str:
+    """Garmin answers the bearer token as plain text; accept a JSON wrapper too."""
+    text = resp.text.strip()
+    if text.startswith("{"):
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            doc = {}
+        for key in ("token", "access_token", "accessToken", "bearerToken"):
+            if isinstance(doc.get(key), str):
+                return doc[key]
+        raise SourceError("garmin token endpoint answered JSON without a token")
+    return text.strip('"')
+
+
+class GarminTokens:
+    """API key -> bearer token, cached in the keyring until an hour before it expires."""
+
+    def __init__(
+        self, settings: Settings, secrets: Secrets, client: httpx.Client, policy: RetryPolicy
+    ) -> None:
+        self.cfg = settings.sources.garmin
+        self.secrets, self.client, self.policy = secrets, client, policy
+
+    def exchange(self, api_key: str) -> dict[str, Any]:
+        """Trade the API key for a bearer token and store both; AuthExpired if refused."""
+        resp = request(
+            self.client,
+            "POST",
+            self.cfg.token_url,
+            what="garmin token",
+            policy=self.policy,
+            headers={"Authorization": f"ApiKey {api_key}"},
+        )
+        if resp.status_code in (400, 401, 403):
+            raise AuthExpired(
+                SOURCE,
+                f"the Personal API key was refused ({resp.status_code}); it may have expired: "
+                "create a new one in Garmin Connect web",
+            )
+        if resp.status_code != 200:
+            raise SourceError(f"garmin token endpoint answered {resp.status_code}")
+        token = _token_from_body(resp)
+        if not token:
+            raise SourceError("garmin token endpoint answered an empty token")
+        expires = _jwt_expiry(token) or time.time() + _DEFAULT_LIFETIME
+        stored = {"access_token": token, "expires_at": expires}
+        self.secrets.set(KEY_SECRET, api_key)
+        self.secrets.set_json(TOKEN_SECRET, stored)
+        return stored
+
+    def access_token(self, *, force: bool = False) -> str:
+        token = self.secrets.get_json(TOKEN_SECRET)
+        if token and not force and float(token.get("expires_at", 0)) - _RENEW_BEFORE > time.time():
+            return str(token["access_token"])
+        key = self.secrets.get(KEY_SECRET)
+        if not key:
+            raise AuthExpired(SOURCE, "no Personal API key stored")
+        return str(self.exchange(key)["access_token"])
+
+
+class GarminAPI:
+    def __init__(
+        self, settings: Settings, secrets: Secrets, client: httpx.Client | None = None
+    ) -> None:
+        self.cfg = settings.sources.garmin
+        base = RetryPolicy.from_settings(settings)
+        # 429s are never waited out inline: Garmin's lockouts last hours.
+        self.policy = RetryPolicy(base.max_attempts, base.base, base.cap, max_inline_wait=-1)
+        self.client = client or httpx.Client(timeout=settings.http.timeout_seconds)
+        self.tokens = GarminTokens(settings, secrets, self.client, self.policy)
+        self.window = RateWindow(30, 60.0)
+        self.requests = 0
+
+    def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        url = self.cfg.api_base_url.rstrip("/") + path
+        try:
+            for attempt in range(2):
+                headers = {
+                    "Authorization": f"Bearer {self.tokens.access_token(force=attempt > 0)}",
+                    "Accept": "application/json",
+                }
+                resp = request(
+                    self.client,
+                    "GET",
+                    url,
+                    what=f"garmin {path}",
+                    policy=self.policy,
+                    window=self.window,
+                    params=params,
+                    headers=headers,
+                )
+                self.requests += 1
+                if resp.status_code != 401:
+                    break
+        except RateLimited as err:
+            wait = max(err.retry_after or 0.0, self.cfg.rate_limit_backoff_hours * 3600)
+            raise RateLimited(
+                f"garmin: rate limited (429); pausing for {wait / 3600:.1f} h", retry_after=wait
+            ) from None
+        if resp.status_code in (401, 403):
+            raise AuthExpired(SOURCE, f"{path} answered {resp.status_code}")
+        if resp.status_code == 204 or (resp.status_code == 404 and "date" in (params or {})):
+            return None  # no data that day
+        if resp.status_code != 200:
+            raise SourceError(f"garmin {path} answered {resp.status_code}")
+        return resp.json() if resp.content else None
+
+
+# --- normalizing ------------------------------------------------------------------------
+
+
+def _gmt(text: str) -> datetime:
+    """Garmin's naive "...GMT" strings ("2025-06-13T22:00:00.0") as aware UTC."""
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def _zone(local: str | int | None, gmt: str | int | None) -> timezone:
+    """The day's UTC offset from a Local/GMT pair (strings or epoch ms); UTC if unknown."""
+    if local is None or gmt is None:
+        return UTC
+    if isinstance(local, int | float) and isinstance(gmt, int | float):
+        delta = timedelta(milliseconds=local - gmt)
+    else:
+        delta = datetime.fromisoformat(str(local)) - datetime.fromisoformat(str(gmt))
+    minutes = round(delta.total_seconds() / 60 / 15) * 15
+    return timezone(timedelta(minutes=minutes)) if abs(minutes) < 18 * 60 else UTC
+
+
+def _day_start(day: str, tz: Any) -> datetime:
+    d = date.fromisoformat(day)
+    return datetime(d.year, d.month, d.day, tzinfo=tz)
+
+
+def hrv_records(summary: dict[str, Any], tz: Any) -> list[ReadingRecord]:
+    """Last night's average RMSSD (ms), dated at the start of the day it ends on."""
+    value = summary.get("lastNightAvg")
+    if value is None:
+        return []
+    when = _day_start(summary["calendarDate"], tz)
+    return [ReadingRecord("hrv_rmssd", when, when, float(value), "ms", "", ORIGIN)]
+
+
+def sleep_records(doc: dict[str, Any]) -> list[ReadingRecord]:
+    """In-bed span, stage totals packed from sleep start, score and breathing rate."""
+    dto = doc.get("dailySleepDTO") or doc
+    start_ms, end_ms = dto.get("sleepStartTimestampGMT"), dto.get("sleepEndTimestampGMT")
+    if not start_ms or not end_ms:
+        return []
+    # The "Local" stamps are wall time shifted, not UTC: use them only for the offset.
+    tz = _zone(dto.get("sleepStartTimestampLocal"), start_ms)
+    start = datetime.fromtimestamp(start_ms / 1000, UTC).astimezone(tz)
+    end = datetime.fromtimestamp(end_ms / 1000, UTC).astimezone(tz)
+    if end <= start:
+        return []
+    out = packed_sleep(
+        start,
+        end,
+        (end - start).total_seconds() / 60,
+        {
+            "deep": (dto.get("deepSleepSeconds") or 0) / 60,
+            "core": (dto.get("lightSleepSeconds") or 0) / 60,
+            "rem": (dto.get("remSleepSeconds") or 0) / 60,
+            "awake": (dto.get("awakeSleepSeconds") or 0) / 60,
+        },
+        ORIGIN,
+    )
+    overall = ((dto.get("sleepScores") or {}).get("overall") or {}).get("value")
+    if overall is not None:
+        out.append(ReadingRecord("sleep_score", end, end, float(overall), "%", "", ORIGIN))
+    if dto.get("averageRespirationValue") is not None:
+        value = float(dto["averageRespirationValue"])
+        out.append(ReadingRecord("respiratory_rate", start, end, value, "count/min", "", ORIGIN))
+    return out
+
+
+def summary_records(day: dict[str, Any]) -> list[ReadingRecord]:
+    """Steps over the day; resting HR, average stress and body battery at its start."""
+    start_gmt, end_gmt = day.get("wellnessStartTimeGmt"), day.get("wellnessEndTimeGmt")
+    if not start_gmt or not end_gmt:
+        return []
+    tz = _zone(day.get("wellnessStartTimeLocal"), start_gmt)
+    start, end = _gmt(start_gmt).astimezone(tz), _gmt(end_gmt).astimezone(tz)
+    out = []
+    if day.get("totalSteps") is not None:
+        out.append(
+            ReadingRecord("steps", start, end, float(day["totalSteps"]), "count", "", ORIGIN)
+        )
+    if day.get("restingHeartRate"):
+        value = float(day["restingHeartRate"])
+        out.append(ReadingRecord("resting_hr", start, start, value, "count/min", "", ORIGIN))
+    # Negative stress means "not enough data" (-1) or "too active to measure" (-2).
+    stress = day.get("averageStressLevel")
+    if stress is not None and stress >= 0:
+        out.append(ReadingRecord("stress", start, end, float(stress), "", "day_avg", ORIGIN))
+    for label, key in (
+        ("at_wake", "bodyBatteryAtWakeTime"),
+        ("highest", "bodyBatteryHighestValue"),
+        ("lowest", "bodyBatteryLowestValue"),
+    ):
+        if day.get(key) is not None:
+            out.append(
+                ReadingRecord("body_battery", start, start, float(day[key]), "", label, ORIGIN)
+            )
+    return out
+
+
+def heart_rate_records(doc: dict[str, Any]) -> list[ReadingRecord]:
+    """All-day heart rate samples ([epoch ms, bpm] pairs; null bpm = off-wrist)."""
+    tz = _zone(doc.get("startTimestampLocal"), doc.get("startTimestampGMT"))
+    out = []
+    for pair in doc.get("heartRateValues") or []:
+        if not isinstance(pair, list) or len(pair) < 2 or pair[1] is None:
+            continue
+        when = datetime.fromtimestamp(pair[0] / 1000, UTC).astimezone(tz)
+        out.append(ReadingRecord("heart_rate", when, when, float(pair[1]), "count/min", "", ORIGIN))
+    return out
+
+
+def _summaries(doc: Any) -> list[dict[str, Any]]:
+    """The daily summaries endpoint answers {"data": [...]}, a list, or one day's object."""
+    if isinstance(doc, list):
+        return doc
+    if isinstance(doc, dict):
+        data = doc.get("data", doc.get("dailySummaries"))
+        return data if isinstance(data, list) else [doc]
+    return []
+
+
+# --- one pull ---------------------------------------------------------------------------
+
+
+def ranges(first: date, last: date, days: int) -> Iterator[tuple[date, date]]:
+    """[first, last] in inclusive chunks of at most `days` days."""
+    while first <= last:
+        stop = min(last, first + timedelta(days=days - 1))
+        yield first, stop
+        first = stop + timedelta(days=1)
+
+
+def pull(
+    settings: Settings,
+    secrets: Secrets,
+    ctx: ReadContext,
+    cursors: Cursors,
+    *,
+    since: datetime | None = None,
+    progress: Progress = no_progress,
+    client: httpx.Client | None = None,
+) -> PullResult:
+    """Fetch every day from the cursor (minus the re-fetch window) to today; no DB access."""
+    cfg = settings.sources.garmin
+    api = GarminAPI(settings, secrets, client)
+    today = ctx.now.astimezone(ctx.tz).date()
+    old = cursors.get((STREAM, ""))
+    if since is not None:
+        first = since.astimezone(ctx.tz).date()
+    elif old:
+        first = min(date.fromisoformat(old), today - timedelta(days=cfg.refetch_days))
+    else:
+        first = today - timedelta(days=ctx.past_days)
+    result = PullResult()
+    hrv: list[dict[str, Any]] = []
+    days: list[dict[str, Any]] = []
+    sleeps: list[dict[str, Any]] = []
+    rates: list[dict[str, Any]] = []
+    try:
+        for lo, hi in ranges(first, today, cfg.max_range_days):
+            doc = api.get(f"/hrv-service/hrv/daily/{lo}/{hi}") or {}
+            hrv.extend(doc.get("hrvSummaries") or [])
+            progress("hrv", len(hrv))
+            days.extend(
+                _summaries(
+                    api.get(
+                        "/usersummary-service/v2/dailysummaries",
+                        {"startDate": str(lo), "endDate": str(hi)},
+                    )
+                )
+            )
+            progress("daily summaries", len(days))
+        for lo, _ in ranges(first, today, 1):
+            doc = api.get("/sleep-service/sleep/dailySleep", {"date": str(lo)})
+            if doc:
+                sleeps.append(doc)
+            doc = api.get("/wellness-service/wellness/dailyHeartRate", {"date": str(lo)})
+            if doc:
+                rates.append(doc)
+            progress("sleep and heart rate", len(sleeps))
+    finally:
+        result.requests = api.requests
+        if client is None:
+            api.client.close()
+    result.records.extend(normalize(SOURCE, "hrv", hrv, lambda s: hrv_records(s, ctx.tz)))
+    result.records.extend(normalize(SOURCE, "summary", days, summary_records))
+    result.records.extend(normalize(SOURCE, "sleep", sleeps, sleep_records))
+    result.records.extend(normalize(SOURCE, "heart_rate", rates, heart_rate_records))
+    result.cursors[(STREAM, "")] = str(today)
+    return result

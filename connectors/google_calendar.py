@@ -1,0 +1,297 @@
+"""Google Calendar API v3: several calendars, incremental sync with syncToken.
+
+The first pull of a calendar lists it from `timeMin` with recurring series expanded into
+instances (`singleEvents=True`) and keeps the `nextSyncToken` of the last page; later
+pulls send only that token and get changes, deletions included. A 410 means the token is
+stale: list everything again, and whatever the fresh list lacks is marked cancelled.
+An instance is keyed by its series id and original start, so a moved instance updates
+its row and a cancelled one (which carries only those ids) finds it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from functools import partial
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from bridge.config import Settings
+from bridge.errors import AuthExpired, CursorInvalid, RateLimited, SourceError, Transient
+from bridge.secrets import Secrets, quiet_secret_loggers
+from connectors.base import EventRecord, ReadContext, ReplaceScope
+from connectors.http import RetryableError, RetryPolicy, retry_after_seconds, with_retries
+from connectors.live import (
+    Cancellation,
+    Cursors,
+    Progress,
+    PullResult,
+    iso_z,
+    no_progress,
+    normalize,
+    parse_instant,
+)
+
+quiet_secret_loggers()
+
+log = logging.getLogger("rhythm_bridge.google_calendar")
+
+SOURCE = "google_calendar"
+PROVIDES = frozenset({"calendar"})
+SCOPES = ("https://www.googleapis.com/auth/calendar.readonly",)
+TOKEN_SECRET = "google_calendar:token"
+STREAM = "events"
+PAGE_SIZE = 2500  # the API's maximum
+# A replace scope for a full resync covers every stored start from timeMin on.
+_FAR_FUTURE = datetime(2200, 1, 1, tzinfo=UTC)
+TESTING_HINT = (
+    "if this happens every 7 days, the OAuth consent screen is in 'Testing': "
+    "publish it 'In production' in the Google Cloud console, then re-run the auth command"
+)
+
+
+# --- credentials and transport ----------------------------------------------------------
+
+
+def load_credentials(settings: Settings, secrets: Secrets) -> Any:
+    """The stored authorized-user credentials, pointed at the configured token URL."""
+    from google.oauth2.credentials import Credentials
+
+    info = secrets.get_json(TOKEN_SECRET)
+    if not info or not info.get("refresh_token"):
+        raise AuthExpired(SOURCE, "no token stored")
+    try:
+        creds = Credentials.from_authorized_user_info(info)
+    except ValueError as err:
+        raise AuthExpired(SOURCE, f"stored token unusable: {err}") from None
+    moved = creds.with_token_uri(settings.sources.google_calendar.token_url)
+    moved.expiry = creds.expiry  # the copy drops it, which would skip the due refresh
+    return moved
+
+
+def save_credentials(secrets: Secrets, creds: Any) -> None:
+    secrets.set_json(TOKEN_SECRET, json.loads(creds.to_json()))
+
+
+def build_service(settings: Settings, http: Any) -> Any:
+    """The calendar v3 client from the discovery document bundled in the wheel (no network)."""
+    from googleapiclient.discovery import build
+
+    return build(
+        "calendar",
+        "v3",
+        http=http,
+        cache_discovery=False,
+        static_discovery=True,
+        client_options={"api_endpoint": settings.sources.google_calendar.api_base_url},
+    )
+
+
+def _execute(request: Any, policy: RetryPolicy, what: str) -> dict[str, Any]:
+    """Run one API request; translate Google's failures into the bridge's errors."""
+    import httplib2
+    from google.auth.exceptions import RefreshError, TransportError
+    from googleapiclient.errors import HttpError
+
+    def once() -> dict[str, Any]:
+        try:
+            return request.execute()
+        except HttpError as err:
+            status = int(err.resp.status)
+            reason = getattr(err, "reason", "") or ""
+            if status == 410:
+                raise CursorInvalid(f"{what}: sync token expired (410 Gone)") from None
+            if status == 401:
+                raise AuthExpired(SOURCE, f"{what} answered 401") from None
+            details = f"{reason} {getattr(err, 'error_details', '')}".lower()
+            if status == 429 or (
+                status == 403 and ("ratelimit" in details or "rate limit" in details)
+            ):
+                wait = retry_after_seconds(dict(err.resp))
+                raise RateLimited(f"{what}: rate limited", retry_after=wait) from None
+            if status == 404:
+                raise SourceError(
+                    f"{what}: calendar not found; check [sources.google_calendar] calendars"
+                ) from None
+            if status >= 500:
+                raise RetryableError(f"server error {status}") from None
+            raise SourceError(f"{what} answered {status}: {reason}") from None
+        except RefreshError as err:
+            detail = err.args[0] if err.args else "refresh failed"
+            raise AuthExpired(SOURCE, f"{detail}; {TESTING_HINT}") from None
+        except (TransportError, OSError, httplib2.HttpLib2Error) as err:
+            raise RetryableError(f"network error: {type(err).__name__}") from None
+
+    return with_retries(once, policy, what, (RetryableError,))
+
+
+# --- normalizing ------------------------------------------------------------------------
+
+
+def _zone(name: str | None, fallback: tzinfo) -> tzinfo:
+    if not name:
+        return fallback
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return fallback
+
+
+def _when(value: dict[str, Any], tz: tzinfo) -> tuple[datetime, bool]:
+    """An EventDateTime as an aware datetime; `date` = all day, in the person's zone."""
+    if value.get("date"):
+        day = date.fromisoformat(value["date"])
+        return datetime(day.year, day.month, day.day, tzinfo=tz), True
+    zone = _zone(value.get("timeZone"), tz)
+    text = value["dateTime"]
+    try:
+        return parse_instant(text).astimezone(zone), False
+    except ValueError:  # no offset: wall time in the event's zone
+        return datetime.fromisoformat(text).replace(tzinfo=zone), False
+
+
+def _stamp(value: dict[str, Any], tz: tzinfo) -> str:
+    """The same recurrence-id form as the .ics reader: YYYYMMDD or UTC YYYYMMDDTHHMMSSZ."""
+    when, all_day = _when(value, tz)
+    return when.strftime("%Y%m%d") if all_day else when.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def event_record(calendar_id: str, item: dict[str, Any], tz: tzinfo) -> list[Any]:
+    """One API event as an EventRecord, or a Cancellation when the event is gone."""
+    series = item.get("recurringEventId")
+    uid = str(series or item["id"])
+    original = item.get("originalStartTime")
+    recurrence_id = _stamp(original, tz) if series and original else ""
+    if item.get("status") == "cancelled":
+        # A cancelled instance carries only id, recurringEventId and originalStartTime;
+        # a cancelled single event or whole series only its id.
+        return [Cancellation(calendar_id, uid, recurrence_id if series else None)]
+    start, all_day = _when(item["start"], tz)
+    end, _ = _when(item.get("end") or item["start"], tz)
+    if end <= start:
+        end = start + (timedelta(days=1) if all_day else timedelta(0))
+    attendees = [a for a in item.get("attendees") or [] if not a.get("resource")]
+    me = next((a for a in attendees if a.get("self")), None)
+    event_type = item.get("eventType") or "default"
+    extra: dict[str, Any] = {}
+    if event_type == "workingLocation":
+        extra["working_location"] = (item.get("workingLocationProperties") or {}).get("type")
+    return [
+        EventRecord(
+            calendar_id=calendar_id,
+            uid=uid,
+            title=item.get("summary") or "",
+            start=start,
+            end=end,
+            recurrence_id=recurrence_id,
+            all_day=all_day,
+            status=item.get("status") or "confirmed",
+            transparency=item.get("transparency") or "opaque",
+            event_type=event_type,
+            attendee_count=len(attendees),
+            self_response=(me or {}).get("responseStatus", ""),
+            extra=extra,
+        )
+    ]
+
+
+# --- one pull ---------------------------------------------------------------------------
+
+
+def list_events(
+    service: Any,
+    calendar_id: str,
+    params: dict[str, Any],
+    policy: RetryPolicy,
+    progress: Progress,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Every page of one events.list query; (items, nextSyncToken of the last page)."""
+    events = service.events()
+    request = events.list(calendarId=calendar_id, **params)
+    items: list[dict[str, Any]] = []
+    what = f"google calendar {calendar_id}"
+    while request is not None:
+        page = _execute(request, policy, what)
+        items.extend(page.get("items") or [])
+        progress(calendar_id, len(items))
+        sync_token = page.get("nextSyncToken")
+        request = events.list_next(request, page)
+    return items, sync_token
+
+
+def pull(
+    settings: Settings,
+    secrets: Secrets,
+    ctx: ReadContext,
+    cursors: Cursors,
+    *,
+    since: datetime | None = None,
+    progress: Progress = no_progress,
+    http: Any = None,
+) -> PullResult:
+    """Sync every configured calendar (incrementally when it has a sync token)."""
+    import httplib2
+    from google_auth_httplib2 import AuthorizedHttp
+
+    cfg = settings.sources.google_calendar
+    policy = RetryPolicy.from_settings(settings)
+    creds = load_credentials(settings, secrets)
+    token_before = creds.token
+    base = http if http is not None else httplib2.Http(timeout=settings.http.timeout_seconds)
+    service = build_service(settings, AuthorizedHttp(creds, http=base))
+    time_min = since or (ctx.now - timedelta(days=ctx.past_days))
+    result = PullResult()
+    for calendar_id in cfg.calendars:
+        try:
+            _sync_calendar(
+                service, calendar_id, cursors, since, time_min, ctx, policy, progress, result
+            )
+        except (AuthExpired, RateLimited, Transient):
+            raise  # the whole source is affected
+        except SourceError as err:
+            # One bad calendar id must not stop the others; the error is still reported.
+            result.errors.append(str(err))
+    if creds.token != token_before:
+        save_credentials(secrets, creds)  # keep the refreshed access token for the next run
+    return result
+
+
+def _sync_calendar(
+    service: Any,
+    calendar_id: str,
+    cursors: Cursors,
+    since: datetime | None,
+    time_min: datetime,
+    ctx: ReadContext,
+    policy: RetryPolicy,
+    progress: Progress,
+    result: PullResult,
+) -> None:
+    """Incremental list when a sync token is stored, else (or after a 410) a full one."""
+    token = None if since else cursors.get((STREAM, calendar_id))
+    items: list[dict[str, Any]] = []
+    if token:
+        try:
+            items, next_token = list_events(
+                service,
+                calendar_id,
+                {"singleEvents": True, "syncToken": token, "maxResults": PAGE_SIZE},
+                policy,
+                progress,
+            )
+        except CursorInvalid:
+            log.info("%s %s: sync token expired, full resync", SOURCE, calendar_id)
+            token = None
+    if not token:
+        params = {"singleEvents": True, "timeMin": iso_z(time_min), "maxResults": PAGE_SIZE}
+        items, next_token = list_events(service, calendar_id, params, policy, progress)
+        # A full list is the whole truth from timeMin on: what it lacks is gone.
+        result.records.append(ReplaceScope(calendar_id, time_min, _FAR_FUTURE))
+    convert = partial(event_record, calendar_id, tz=ctx.tz)
+    for rec in normalize(SOURCE, calendar_id, items, convert):
+        if isinstance(rec, Cancellation):
+            result.cancellations.append(rec)
+        else:
+            result.records.append(rec)
+    result.cursors[(STREAM, calendar_id)] = next_token

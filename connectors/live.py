@@ -1,0 +1,107 @@
+"""What a live (API) connector hands back: records plus the cursors they justify.
+
+A live connector's `pull(...)` only talks to the network; `bridge.live` writes the records
+and the new cursors in one transaction, so a cursor never runs ahead of its data.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+from connectors.base import EventRecord, ReadingRecord, ReplaceScope
+
+# The stages laid out from sleep start, in this order, when a source gives only totals.
+STAGE_ORDER = ("deep", "core", "rem", "awake")
+
+log = logging.getLogger("rhythm_bridge.sync")
+
+# progress(stage, items so far); the CLI draws it, the daemon ignores it.
+Progress = Callable[[str, int], None]
+
+# (stream, partition) -> cursor text; None drops the cursor.
+Cursors = dict[tuple[str, str], str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Cancellation:
+    """An event the provider says is gone. recurrence_id None = every instance of uid."""
+
+    calendar_id: str
+    uid: str
+    recurrence_id: str | None = None
+
+
+@dataclass
+class PullResult:
+    records: list[ReadingRecord | EventRecord | ReplaceScope] = field(default_factory=list)
+    cancellations: list[Cancellation] = field(default_factory=list)
+    cursors: Cursors = field(default_factory=dict)
+    requests: int = 0
+    # Partial failures (one calendar of several): the rest is stored, then these are raised.
+    errors: list[str] = field(default_factory=list)
+
+
+def no_progress(stage: str, count: int) -> None:
+    """The progress callback of unattended pulls."""
+
+
+def parse_instant(text: str) -> datetime:
+    """An ISO-8601 instant with an offset or Z; ValueError if it has none."""
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        raise ValueError(f"{text!r} has no UTC offset")
+    return value
+
+
+def parse_offset(text: str | None) -> timezone:
+    """ "+hh:mm", "-hh:mm" or "Z" as a fixed zone (UTC when missing or malformed)."""
+    if not text or text in ("Z", "z"):
+        return UTC
+    try:
+        sign = -1 if text[0] == "-" else 1
+        hours, minutes = text.lstrip("+-").split(":")
+        return timezone(sign * timedelta(hours=int(hours), minutes=int(minutes)))
+    except (ValueError, IndexError):
+        return UTC
+
+
+def iso_z(value: datetime) -> str:
+    """An aware instant as RFC 3339 UTC with milliseconds and Z."""
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def normalize(
+    source: str, stream: str, raws: list[Any], convert: Callable[[Any], list[Any]]
+) -> list[Any]:
+    """Convert each raw record; one malformed record is logged and skipped, not fatal."""
+    out: list[Any] = []
+    for raw in raws:
+        try:
+            out.extend(convert(raw))
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            log.warning("%s: skipped a malformed %s record (%s)", source, stream, err)
+    return out
+
+
+def packed_sleep(
+    start: datetime, end: datetime, in_bed: float, minutes: dict[str, float], origin: str
+) -> list[ReadingRecord]:
+    """An in-bed span plus stage totals laid back to back from sleep start.
+
+    WHOOP and Garmin summaries give no hypnogram; consecutive intervals keep every
+    duration exact (the meters take unions of intervals) while the order is invented.
+    """
+    out = [ReadingRecord("sleep", start, end, in_bed, "min", "in_bed", origin)]
+    cursor = start
+    for label in STAGE_ORDER:
+        value = minutes.get(label) or 0.0
+        if value <= 0:
+            continue
+        stop = min(end, cursor + timedelta(minutes=value))
+        out.append(ReadingRecord("sleep", cursor, stop, value, "min", label, origin))
+        cursor = stop
+    return out

@@ -1,0 +1,42 @@
+"""A live source that needs re-auth never stops a cycle or the other sources."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import respx
+
+from bridge.config import Settings
+from bridge.pipeline import run_cycle
+from bridge.sources import get_state
+from bridge.store import Store
+from tests.conftest import DEMO_NOW, SAMPLE
+
+
+def test_reauth_required_source_is_skipped_while_the_others_run(tmp_path: Path) -> None:
+    settings = Settings.model_validate(
+        {
+            "timezone": "Europe/Berlin",
+            "data_dir": str(tmp_path / "data"),
+            "sources": {
+                "ics": {"enabled": True, "paths": [str(SAMPLE / "calendar.ics")]},
+                "whoop": {"enabled": True, "client_id": "id"},  # never authorized
+            },
+        }
+    )
+    store = Store(settings.database_url)
+    try:
+        with respx.mock(assert_all_called=False):  # any network call would fail the test
+            first = run_cycle(settings, store, DEMO_NOW)
+            outcomes = {o.source: o for o in first.synced}
+            assert outcomes["ics"].status == "ok" and outcomes["ics"].records > 0
+            assert outcomes["whoop"].status == "reauth_required"
+            assert "rhythm-bridge auth whoop" in (outcomes["whoop"].error or "")
+            assert first.recommendation is not None
+            later = run_cycle(settings, store, DEMO_NOW + timedelta(hours=2))
+        assert {o.source for o in later.synced} == {"ics"}  # whoop waits for the person
+        state = get_state(store, "whoop")
+        assert state is not None and state.status == "reauth_required"
+    finally:
+        store.dispose()

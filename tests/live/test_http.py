@@ -1,0 +1,63 @@
+"""The shared retry policy: how long to wait, and the request budget."""
+
+from __future__ import annotations
+
+from email.utils import formatdate
+
+import pytest
+
+from bridge.config import load_settings
+from bridge.errors import Transient
+from connectors.http import (
+    RateWindow,
+    RetryableError,
+    RetryPolicy,
+    retry_after_seconds,
+    with_retries,
+)
+
+
+def test_retry_after_forms() -> None:
+    now = 1_800_000_000.0
+    assert retry_after_seconds({"retry-after": "14"}, now) == 14
+    assert retry_after_seconds(
+        {"retry-after": formatdate(now + 90, usegmt=True)}, now
+    ) == pytest.approx(90, abs=1)
+    assert retry_after_seconds({"x-ratelimit-reset": "37"}, now) == 37
+    assert retry_after_seconds({"x-ratelimit-reset": str(now + 120)}, now) == 120  # an epoch
+    assert retry_after_seconds({}, now) == 60
+
+
+def test_backoff_is_jittered_and_capped() -> None:
+    policy = RetryPolicy(max_attempts=10, base=1.0, cap=8.0)
+    delays = [policy.delay(attempt) for attempt in range(10) for _ in range(20)]
+    assert all(0 <= d <= 8.0 for d in delays)
+    assert len({round(d, 6) for d in delays}) > 100  # random, not a fixed schedule
+
+
+def test_with_retries_is_bounded(_no_real_keyring_no_waiting: list[float]) -> None:
+    calls = []
+
+    def always_fails() -> None:
+        calls.append(1)
+        raise RetryableError("boom")
+
+    with pytest.raises(Transient, match="gave up after 3 attempts"):
+        with_retries(always_fails, RetryPolicy(max_attempts=3), "test", (RetryableError,))
+    assert len(calls) == 3 and len(_no_real_keyring_no_waiting) == 2
+
+
+def test_rate_window_waits_once_the_budget_is_spent(
+    _no_real_keyring_no_waiting: list[float],
+) -> None:
+    window = RateWindow(limit=3, window=60.0)
+    for _ in range(3):
+        window.wait()
+    assert _no_real_keyring_no_waiting == []
+    window.wait()
+    assert len(_no_real_keyring_no_waiting) == 1 and 59 < _no_real_keyring_no_waiting[0] <= 60
+
+
+def test_the_keyring_key_variable_is_not_a_setting() -> None:
+    settings = load_settings(environ={"RHYTHM_BRIDGE_KEYRING_KEY": "secret-key-material"})
+    assert "secret-key-material" not in settings.model_dump_json()
