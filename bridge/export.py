@@ -66,7 +66,10 @@ def recommendation_document(rec: Recommendation, fb: Feedback | None) -> dict[st
     }
 
 
-def events_of_day(store: Store, settings: Settings, day: date) -> list[dict[str, Any]]:
+def events_of_day(
+    store: Store, settings: Settings, day: date, *, with_ids: bool = False
+) -> list[dict[str, Any]]:
+    """The day's events with their labels; `with_ids` adds the row id (the web page's handle)."""
     lo, hi = day_bounds(day, settings.tz, settings.boundaries)
     with store.session() as session:
         rows = (
@@ -84,6 +87,7 @@ def events_of_day(store: Store, settings: Settings, day: date) -> list[dict[str,
         )
     return [
         {
+            **({"id": ev.id} if with_ids else {}),
             "title": ev.title,
             "start": _iso(ev.start_utc),
             "end": _iso(ev.end_utc),
