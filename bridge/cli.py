@@ -384,6 +384,7 @@ def status(as_json: JsonOpt = False) -> None:
 
 
 # Command modules register themselves on `app` when imported (one line each).
+from bridge.commands import notify, web  # noqa: E402, F401
 
 
 def main() -> None:

@@ -210,9 +210,7 @@ class ImplicitWatch(SQLModel, table=True):
     """
 
     __tablename__ = "implicit_watch"
-    __table_args__ = (
-        UniqueConstraint("recommendation_id", "event_id", name="uq_implicit_watch"),
-    )
+    __table_args__ = (UniqueConstraint("recommendation_id", "event_id", name="uq_implicit_watch"),)
 
     id: int | None = Field(default=None, primary_key=True)
     recommendation_id: int = Field(foreign_key="recommendations.id")

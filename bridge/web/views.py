@@ -37,10 +37,8 @@ def meters(store: Store, settings: Settings, now: datetime, days: int = TREND_DA
     history = [
         slot_document(s) for s in snaps if (s.local_date, s.slot) <= (cur.local_date, cur.slot)
     ]
-    current = next(
-        (h for h in reversed(history) if (h["date"], h["slot"]) == (cur.local_date.isoformat(), cur.slot)),
-        None,
-    )
+    here = (cur.local_date.isoformat(), cur.slot)
+    current = next((h for h in reversed(history) if (h["date"], h["slot"]) == here), None)
     return {
         "date": cur.local_date.isoformat(),
         "slot": cur.slot,
@@ -112,7 +110,8 @@ def belief_rows(belief: list[float] | None) -> list[dict[str, Any]] | None:
     """[S, M, W] as labelled rows for the page; None when the runner has no belief."""
     if not belief:
         return None
-    return [{"axis": axis, "value": value} for axis, value in zip(BELIEF_AXES, belief, strict=False)]
+    pairs = zip(BELIEF_AXES, belief, strict=False)
+    return [{"axis": axis, "value": value} for axis, value in pairs]
 
 
 def meter_cards(doc: dict[str, Any]) -> list[dict[str, Any]]:
