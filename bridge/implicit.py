@@ -42,6 +42,10 @@ def _window(settings: Settings, rec: Recommendation) -> tuple[datetime, datetime
     return to_utc(start), to_utc(slot_end), to_utc(window_end)
 
 
+def _identity(ev: CalendarEvent) -> tuple[str, str, str]:
+    return (ev.source, ev.calendar_id, ev.uid)
+
+
 def _verdict(
     session: object, settings: Settings, rec: Recommendation, now: datetime
 ) -> tuple[str | None, dict[int, datetime]]:
@@ -61,28 +65,41 @@ def _verdict(
         .all()
     )
     watched = {
-        w.event_id: w
+        w.event_id: w.seen_at
         for w in session.execute(  # type: ignore[attr-defined]
             select(ImplicitWatch).where(ImplicitWatch.recommendation_id == rec.id)
         ).scalars()
     }
+    # An event is known by (source, calendar, uid): some sources store a moved event as a
+    # new row and cancel the old one, so the row id alone would lose track of it.
+    seen: dict[tuple[str, str, str], datetime] = {}
+    if watched:
+        for ev in session.execute(  # type: ignore[attr-defined]
+            select(CalendarEvent).where(CalendarEvent.id.in_(list(watched)))
+        ).scalars():
+            seen[_identity(ev)] = watched[ev.id]
     inside = {ev.id: ev for ev in matching}
+    inside_ids = {_identity(ev) for ev in matching}
     if any(
-        eid not in watched and to_utc(ev.updated_at) > to_utc(rec.created_at)
-        for eid, ev in inside.items()
+        _identity(ev) not in seen and to_utc(ev.updated_at) > to_utc(rec.created_at)
+        for ev in matching
     ):
         return "accepted", {}
-    moved_away = [
-        eid
-        for eid, w in watched.items()
-        if eid not in inside
-        and (ev := session.get(CalendarEvent, eid)) is not None  # type: ignore[attr-defined]
-        and ev.status != "cancelled"
-        and ev.action == rec.action
-        and to_utc(ev.updated_at) > to_utc(w.seen_at)
-    ]
-    if moved_away:
-        return "rescheduled", {}
+    for identity, seen_at in seen.items():
+        if identity in inside_ids:
+            continue
+        moved = session.execute(  # type: ignore[attr-defined]
+            select(CalendarEvent.id).where(
+                CalendarEvent.source == identity[0],
+                CalendarEvent.calendar_id == identity[1],
+                CalendarEvent.uid == identity[2],
+                CalendarEvent.status != "cancelled",
+                CalendarEvent.action == rec.action,
+                CalendarEvent.updated_at > seen_at,
+            )
+        ).first()
+        if moved:
+            return "rescheduled", {}
     if now >= slot_end:
         return "expired", {}
     return None, {eid: ev.start_utc for eid, ev in inside.items()}
