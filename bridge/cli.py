@@ -392,4 +392,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # `python -m bridge.cli` runs this file as __main__; the command modules extend the
+    # imported `bridge.cli.app`, so run that one.
+    from bridge.cli import main as _imported_main
+
+    _imported_main()

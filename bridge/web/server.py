@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import threading
 import time
@@ -54,13 +55,21 @@ def make_server(
 
 
 def serve(settings: Settings, store: Store, host: str, port: int) -> None:
-    """Serve in the foreground until SIGINT/SIGTERM (uvicorn handles both)."""
-    sock = bind(host, port)
-    server = make_server(settings, store, host=host)
+    """Serve until SIGINT/SIGTERM, then stop cleanly (exit status 0)."""
+    stopping = threading.Event()
+
+    def stop(signum: int, _frame: Any) -> None:
+        log.info("received %s, stopping the page", signal.Signals(signum).name)
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    web = BackgroundServer(settings, store, host=host, port=port).start()
     try:
-        server.run(sockets=[sock])
+        while not stopping.wait(0.5) and web.thread.is_alive():
+            pass
     finally:
-        sock.close()
+        web.stop()
 
 
 class BackgroundServer:
