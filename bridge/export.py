@@ -124,14 +124,8 @@ def source_documents(store: Store) -> list[dict[str, Any]]:
     ]
 
 
-def build_snapshot(
-    store: Store, settings: Settings, now: datetime, since: date | None = None
-) -> dict[str, Any]:
-    """The snapshot document as of `now`."""
-    from bridge.pipeline import current_slot, target_slot
-
-    cur: SlotKey = current_slot(settings, now)
-    since = since or cur.local_date - timedelta(days=settings.export.days - 1)
+def slot_documents(store: Store, since: date, until: SlotKey) -> list[dict[str, Any]]:
+    """The stored slots from local date `since` up to and including slot `until`."""
     with store.session() as session:
         snaps = (
             session.execute(
@@ -142,7 +136,22 @@ def build_snapshot(
             .scalars()
             .all()
         )
-        target = target_slot(settings, now)
+    return [
+        slot_document(s) for s in snaps if (s.local_date, s.slot) <= (until.local_date, until.slot)
+    ]
+
+
+def build_snapshot(
+    store: Store, settings: Settings, now: datetime, since: date | None = None
+) -> dict[str, Any]:
+    """The snapshot document as of `now`."""
+    from bridge.pipeline import current_slot, target_slot
+
+    cur: SlotKey = current_slot(settings, now)
+    since = since or cur.local_date - timedelta(days=settings.export.days - 1)
+    slots = slot_documents(store, since, cur)
+    target = target_slot(settings, now)
+    with store.session() as session:
         found = session.execute(
             select(Recommendation, Feedback)
             .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
@@ -150,9 +159,6 @@ def build_snapshot(
                 Recommendation.local_date == target.local_date, Recommendation.slot == target.slot
             )
         ).first()
-    slots = [
-        slot_document(s) for s in snaps if (s.local_date, s.slot) <= (cur.local_date, cur.slot)
-    ]
     current = next(
         (
             s

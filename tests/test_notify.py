@@ -11,7 +11,7 @@ import respx
 from sqlalchemy import select
 
 from bridge.notify import notify_recommendation, set_ntfy_token
-from bridge.pipeline import run_cycle
+from bridge.pipeline import announce, recommend, run_cycle
 from bridge.store import Store
 from bridge.store.models import Notification, Recommendation
 from bridge.web.access import ensure_access_token
@@ -99,18 +99,20 @@ def test_one_notification_per_slot_even_across_cycles_and_restarts(demo, memory_
     settings = configured(settings, ntfy_server=NTFY, ntfy_topic="t", webhook_url=HOOK)
     ntfy = respx.post(f"{NTFY}/").mock(return_value=httpx.Response(200))
     hook = respx.post(HOOK).mock(return_value=httpx.Response(200))
-    first = run_cycle(settings, store, now=DEMO_NOW)
+    first = run_cycle(settings, store, now=DEMO_NOW)  # the cycle announces its recommendation
     assert first.notified == {"ntfy": "sent", "webhook": "sent"}
-    again = run_cycle(settings, store, now=DEMO_NOW + timedelta(minutes=15))
-    assert again.notified == {}
+    rec = recommend(store, settings, DEMO_NOW + timedelta(minutes=15))  # the next cycle's
+    assert announce(store, settings, rec, DEMO_NOW + timedelta(minutes=15)) == {}
     store.dispose()
     reopened = Store(settings.database_url)  # a restart: only the database remembers
     try:
-        notify_recommendation(reopened, settings, the_rec(reopened), DEMO_NOW)
+        assert announce(reopened, settings, the_rec(reopened), DEMO_NOW) == {}
         assert (ntfy.call_count, hook.call_count) == (1, 1)
         # the next slot's recommendation is announced once more
-        later = run_cycle(settings, reopened, now=DEMO_NOW.replace(hour=12, minute=10))
-        assert later.notified == {"ntfy": "sent", "webhook": "sent"}
+        later = DEMO_NOW.replace(hour=12, minute=10)
+        afternoon = recommend(reopened, settings, later)
+        assert afternoon.id != rec.id
+        assert announce(reopened, settings, afternoon, later) == {"ntfy": "sent", "webhook": "sent"}
         assert (ntfy.call_count, hook.call_count) == (2, 2)
     finally:
         reopened.dispose()
@@ -169,8 +171,7 @@ def test_a_crashing_notifier_never_stops_the_cycle(demo, memory_keyring, monkeyp
         raise RuntimeError("bug")
 
     monkeypatch.setattr(bridge.notify, "notify_recommendation", boom)
-    report = run_cycle(settings, store, now=DEMO_NOW)
-    assert report.notified == {} and report.recommendation is not None
+    assert announce(store, settings, the_rec(store), DEMO_NOW) == {}
     assert "notifications crashed" in caplog.text
 
 

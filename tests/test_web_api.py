@@ -308,3 +308,46 @@ def test_a_lan_bind_without_a_keyring_is_one_clear_error(demo):
             assert c.get("/").status_code == 200
     finally:
         keyring.core._keyring_backend = before
+
+
+def test_a_belief_is_shown_per_axis_and_a_reauth_shows_its_command(demo, memory_keyring):
+    from bridge.store import upsert
+    from bridge.store.models import SyncState
+
+    settings, store = demo
+    with store.transaction() as s:
+        s.get(Recommendation, rec_id(store)).belief = "[0.2, 0.8, 0.55]"
+        upsert(
+            s,
+            SyncState,
+            [
+                {
+                    "source": "ics",
+                    "stream": "",
+                    "partition": "",
+                    "status": "reauth_required",
+                    "last_error": "token expired",
+                }
+            ],
+            keys=("source", "stream", "partition"),
+        )
+    with client(settings, store) as c:
+        html = c.get("/").text
+        status = c.get("/api/status").json()
+    assert "unknown (this runner keeps no belief)" not in html
+    for axis, value in (("social", "0.20"), ("morning", "0.80"), ("work", "0.55")):
+        assert re.search(rf"<dt>{axis}</dt><dd><meter[^>]*>{value}</meter>", html)
+    assert "Action needed: run <code>rhythm-bridge auth ics</code>" in html
+    ics = next(x for x in status["sources"] if x["source"] == "ics")
+    assert ics["action_needed"] == "rhythm-bridge auth ics"
+
+
+def test_the_trend_line_breaks_where_a_slot_has_no_value():
+    from bridge.web.charts import sparkline
+
+    svg = str(sparkline([0.1, 0.2, None, 0.5, 0.6, 0.7, None, 0.9], "vitality"))
+    assert svg.count("<polyline") == 2  # two runs of two or more points
+    assert svg.count('class="pt"') == 1  # the lone last point
+    assert 'aria-label="vitality, last 8 slots: lowest 0.10, highest 0.90, latest 0.90"' in svg
+    empty = str(sparkline([None] * 4, "serenity"))
+    assert "<polyline" not in empty and "no values in the last 7 days" in empty

@@ -13,23 +13,14 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from bridge.cli import _state, app
+from bridge.cli import app
 from tests.conftest import SAMPLE
 from tests.helpers import write_config
+from tests.test_cli import _fresh_cli_state  # noqa: F401 (autouse)
 
 # Subprocesses get keyring's own null / fail backends: never the machine's real keyring.
 NULL_KEYRING = "keyring.backends.null.Keyring"
 FAIL_KEYRING = "keyring.backends.fail.Keyring"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cli_state():
-    _state.clear()
-    yield
-    store = _state.get("store")
-    if store is not None:
-        store.dispose()
-    _state.clear()
 
 
 def free_port() -> int:

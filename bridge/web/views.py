@@ -8,9 +8,9 @@ from typing import Any
 from sqlalchemy import select
 
 from bridge.config import Settings
-from bridge.export import _iso, events_of_day, recommendation_document, slot_document
+from bridge.export import _iso, events_of_day, recommendation_document, slot_documents
 from bridge.store import Store
-from bridge.store.models import Feedback, MeterSnapshot, Recommendation
+from bridge.store.models import Feedback, Recommendation
 from mappings.actions import BELIEF_AXES, METERS
 from mappings.slots import SLOT_NAMES
 
@@ -24,19 +24,7 @@ def meters(store: Store, settings: Settings, now: datetime, days: int = TREND_DA
 
     cur = current_slot(settings, now)
     since = cur.local_date - timedelta(days=days - 1)
-    with store.session() as session:
-        snaps = (
-            session.execute(
-                select(MeterSnapshot)
-                .where(MeterSnapshot.local_date >= since)
-                .order_by(MeterSnapshot.local_date, MeterSnapshot.slot)
-            )
-            .scalars()
-            .all()
-        )
-    history = [
-        slot_document(s) for s in snaps if (s.local_date, s.slot) <= (cur.local_date, cur.slot)
-    ]
+    history = slot_documents(store, since, cur)
     here = (cur.local_date.isoformat(), cur.slot)
     current = next((h for h in reversed(history) if (h["date"], h["slot"]) == here), None)
     return {
