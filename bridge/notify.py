@@ -68,6 +68,18 @@ def set_ntfy_token(token: str | None) -> None:
         raise ConfigError(f"no usable keyring for the ntfy token ({type(err).__name__})") from None
 
 
+def _callback_token() -> str | None:
+    """The web access token for the buttons (made now if needed); None without a keyring."""
+    from bridge.errors import ConfigError
+    from bridge.web.access import ensure_access_token
+
+    try:
+        return ensure_access_token()
+    except ConfigError:
+        log.warning("no keyring for the web access token: notifications go without buttons")
+        return None
+
+
 def _title(doc: dict[str, Any]) -> str:
     return f"Next ({doc['slot_name']}): {doc['action'].replace('_', ' ').lower()}"
 
@@ -127,9 +139,7 @@ def webhook_message(settings: Settings, doc: dict[str, Any]) -> dict[str, Any]:
 def _send(client: httpx.Client, settings: Settings, channel: str, doc: dict[str, Any]) -> None:
     cfg = settings.notify
     if channel == "ntfy":
-        from bridge.web.access import get_access_token
-
-        token = get_access_token() if cfg.callback_url else None
+        token = _callback_token() if cfg.callback_url else None
         headers = {}
         ntfy_token = _keyring_get(NTFY_KEYRING_USER)
         if ntfy_token:

@@ -182,3 +182,15 @@ def test_the_ntfy_token_lives_in_the_keyring(memory_keyring, clear_missing):
         assert memory_keyring.get_password("rhythm-bridge", "ntfy-token") == "abc"
     set_ntfy_token(None)
     assert memory_keyring.get_password("rhythm-bridge", "ntfy-token") is None
+
+
+@respx.mock
+def test_the_buttons_make_the_access_token_when_there_is_none_yet(demo, memory_keyring):
+    settings, store = demo
+    settings = configured(settings, ntfy_server=NTFY, ntfy_topic="t", callback_url="http://pi:8765")
+    assert memory_keyring.get_password("rhythm-bridge", "web-access-token") is None
+    route = respx.post(f"{NTFY}/").mock(return_value=httpx.Response(200))
+    notify_recommendation(store, settings, the_rec(store), DEMO_NOW)
+    token = memory_keyring.get_password("rhythm-bridge", "web-access-token")
+    accept = json.loads(route.calls.last.request.content)["actions"][0]
+    assert token and accept["headers"]["Authorization"] == f"Bearer {token}"

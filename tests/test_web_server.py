@@ -82,23 +82,33 @@ def test_serve_answers_on_loopback_and_stops_on_sigterm(tmp_path):
 
 
 def test_serving_on_the_lan_without_a_keyring_is_one_clear_error(tmp_path):
+    import keyring
+    import keyring.core
+    from keyring.backends.fail import Keyring as FailKeyring
+
     cfg = write_config(tmp_path / "c.toml", tmp_path / "data")
-    proc = start(["serve", "--host", "0.0.0.0", "--port", str(free_port())], cfg, FAIL_KEYRING)
-    output, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 2
-    assert output.strip().splitlines()[-1].startswith("error: no usable keyring")
+    before = keyring.core._keyring_backend
+    keyring.set_keyring(FailKeyring())
+    try:
+        result = CliRunner().invoke(
+            app, ["--config", str(cfg), "serve", "--host", "0.0.0.0", "--port", str(free_port())]
+        )
+    finally:
+        keyring.core._keyring_backend = before
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1].startswith("error: no usable keyring")
 
 
-def test_a_busy_port_is_one_clear_error(tmp_path):
+def test_a_busy_port_is_one_clear_error(settings, store, memory_keyring):
+    from bridge.errors import ConfigError
+    from bridge.web.server import BackgroundServer
+
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        cfg = write_config(tmp_path / "c.toml", tmp_path / "data")
-        proc = start(["serve", "--port", str(port)], cfg)
-        output, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 2
-    assert f"error: [web] cannot listen on 127.0.0.1:{port}" in output
+        with pytest.raises(ConfigError, match=rf"cannot listen on 127.0.0.1:{port}"):
+            BackgroundServer(settings, store, host="127.0.0.1", port=port)
 
 
 def test_the_daemon_serves_the_page_next_to_the_scheduler(tmp_path):

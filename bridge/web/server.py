@@ -56,20 +56,22 @@ def make_server(
 
 def serve(settings: Settings, store: Store, host: str, port: int) -> None:
     """Serve until SIGINT/SIGTERM, then stop cleanly (exit status 0)."""
+    web = BackgroundServer(settings, store, host=host, port=port)
     stopping = threading.Event()
 
     def stop(signum: int, _frame: Any) -> None:
         log.info("received %s, stopping the page", signal.Signals(signum).name)
         stopping.set()
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    web = BackgroundServer(settings, store, host=host, port=port).start()
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
+        web.start()
         while not stopping.wait(0.5) and web.thread.is_alive():
             pass
     finally:
         web.stop()
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 class BackgroundServer:
@@ -87,7 +89,11 @@ class BackgroundServer:
         self.host = settings.web.host if host is None else host
         self.sock = bind(self.host, settings.web.port if port is None else port)
         self.port = self.sock.getsockname()[1]
-        self.server = make_server(settings, store, host=self.host, clock=clock)
+        try:
+            self.server = make_server(settings, store, host=self.host, clock=clock)
+        except BaseException:
+            self.sock.close()
+            raise
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, name="web", daemon=True
         )
