@@ -351,3 +351,16 @@ def test_the_trend_line_breaks_where_a_slot_has_no_value():
     assert 'aria-label="vitality, last 8 slots: lowest 0.10, highest 0.90, latest 0.90"' in svg
     empty = str(sparkline([None] * 4, "serenity"))
     assert "<polyline" not in empty and "no values in the last 7 days" in empty
+
+
+def test_every_api_route_is_documented_in_the_readme(demo, memory_keyring):
+    from pathlib import Path
+
+    settings, store = demo
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    app = create_app(settings, store, host="127.0.0.1")
+    api = [r for r in app.routes if getattr(r, "path", "").startswith("/api/")]
+    assert len(api) == 6
+    for route in api:
+        for method in sorted(route.methods - {"HEAD"}):
+            assert f"`{method} {route.path}" in readme, f"{method} {route.path} is not in README"
