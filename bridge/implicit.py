@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import delete, select
+from sqlmodel import Session
 
 from bridge.config import Settings
 from bridge.feedback import record_feedback
@@ -47,12 +48,12 @@ def _identity(ev: CalendarEvent) -> tuple[str, str, str]:
 
 
 def _verdict(
-    session: object, settings: Settings, rec: Recommendation, now: datetime
+    session: Session, settings: Settings, rec: Recommendation, now: datetime
 ) -> tuple[str | None, dict[int, datetime]]:
     """The implicit answer for one open recommendation (or None), and what is in its window."""
     lo, slot_end, hi = _window(settings, rec)
     matching = (
-        session.execute(  # type: ignore[attr-defined]
+        session.execute(
             select(CalendarEvent).where(
                 CalendarEvent.action == rec.action,
                 CalendarEvent.status != "cancelled",
@@ -66,7 +67,7 @@ def _verdict(
     )
     watched = {
         w.event_id: w.seen_at
-        for w in session.execute(  # type: ignore[attr-defined]
+        for w in session.execute(
             select(ImplicitWatch).where(ImplicitWatch.recommendation_id == rec.id)
         ).scalars()
     }
@@ -74,7 +75,7 @@ def _verdict(
     # new row and cancel the old one, so the row id alone would lose track of it.
     seen: dict[tuple[str, str, str], datetime] = {}
     if watched:
-        for ev in session.execute(  # type: ignore[attr-defined]
+        for ev in session.execute(
             select(CalendarEvent).where(CalendarEvent.id.in_(list(watched)))
         ).scalars():
             seen[_identity(ev)] = watched[ev.id]
@@ -88,7 +89,7 @@ def _verdict(
     for identity, seen_at in seen.items():
         if identity in inside_ids:
             continue
-        moved = session.execute(  # type: ignore[attr-defined]
+        moved = session.execute(
             select(CalendarEvent.id).where(
                 CalendarEvent.source == identity[0],
                 CalendarEvent.calendar_id == identity[1],
