@@ -415,7 +415,7 @@ def status(as_json: JsonOpt = False) -> None:
 
 
 # Command modules register themselves on `app` when imported (one line each).
-from bridge.commands import auth, ops  # noqa: E402, F401
+from bridge.commands import auth, notify, ops, web  # noqa: E402, F401
 
 
 def main() -> None:
@@ -423,4 +423,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # `python -m bridge.cli` runs this file as __main__; the command modules extend the
+    # imported `bridge.cli.app`, so run that one.
+    from bridge.cli import main as _imported_main
+
+    _imported_main()

@@ -147,6 +147,14 @@ class WebSettings(_Section):
     port: int = Field(8765, ge=1, le=65535)
 
 
+class NotifySettings(_Section):
+    ntfy_server: str = ""
+    ntfy_topic: str = ""
+    webhook_url: str = ""
+    callback_url: str = ""
+    timeout_seconds: float = Field(10.0, gt=0, le=120)
+
+
 class Settings(_Section):
     """Everything the daemon reads from its config, with the defaults of a fresh install."""
 
@@ -164,6 +172,7 @@ class Settings(_Section):
     runner: RunnerSettings = RunnerSettings()
     classifier: ClassifierSettings = ClassifierSettings()
     web: WebSettings = WebSettings()
+    notify: NotifySettings = NotifySettings()
 
     @field_validator("timezone")
     @classmethod

@@ -95,8 +95,16 @@ def build_scheduler(settings: Settings, store: Store, tracker: CycleTracker | No
 
 
 def run_daemon(settings: Settings, store: Store) -> None:
-    """Run cycles until a stop signal; a cycle in progress finishes before exit."""
+    """Run cycles until a stop signal; a cycle in progress finishes before exit.
+
+    With [web] enabled the page is served from a thread and stopped after the scheduler.
+    """
     scheduler = build_scheduler(settings, store)
+    web = None
+    if settings.web.enabled:
+        from bridge.web.server import BackgroundServer
+
+        web = BackgroundServer(settings, store).start()
 
     def stop(signum: int, _frame: Any) -> None:
         log.info("received %s, stopping after the current cycle", signal.Signals(signum).name)
@@ -107,5 +115,9 @@ def run_daemon(settings: Settings, store: Store) -> None:
     signal.signal(signal.SIGINT, stop)
     log.info("daemon started: a cycle every %d minutes", settings.schedule.cycle_minutes)
     sd_notify("READY=1\nSTATUS=scheduling cycles")
-    scheduler.start()
+    try:
+        scheduler.start()
+    finally:
+        if web is not None:
+            web.stop()
     log.info("daemon stopped")

@@ -66,7 +66,10 @@ def recommendation_document(rec: Recommendation, fb: Feedback | None) -> dict[st
     }
 
 
-def events_of_day(store: Store, settings: Settings, day: date) -> list[dict[str, Any]]:
+def events_of_day(
+    store: Store, settings: Settings, day: date, *, with_ids: bool = False
+) -> list[dict[str, Any]]:
+    """The day's events with their labels; `with_ids` adds the row id (the web page's handle)."""
     lo, hi = day_bounds(day, settings.tz, settings.boundaries)
     with store.session() as session:
         rows = (
@@ -84,6 +87,7 @@ def events_of_day(store: Store, settings: Settings, day: date) -> list[dict[str,
         )
     return [
         {
+            **({"id": ev.id} if with_ids else {}),
             "title": ev.title,
             "start": _iso(ev.start_utc),
             "end": _iso(ev.end_utc),
@@ -120,14 +124,8 @@ def source_documents(store: Store) -> list[dict[str, Any]]:
     ]
 
 
-def build_snapshot(
-    store: Store, settings: Settings, now: datetime, since: date | None = None
-) -> dict[str, Any]:
-    """The snapshot document as of `now`."""
-    from bridge.pipeline import current_slot, target_slot
-
-    cur: SlotKey = current_slot(settings, now)
-    since = since or cur.local_date - timedelta(days=settings.export.days - 1)
+def slot_documents(store: Store, since: date, until: SlotKey) -> list[dict[str, Any]]:
+    """The stored slots from local date `since` up to and including slot `until`."""
     with store.session() as session:
         snaps = (
             session.execute(
@@ -138,7 +136,22 @@ def build_snapshot(
             .scalars()
             .all()
         )
-        target = target_slot(settings, now)
+    return [
+        slot_document(s) for s in snaps if (s.local_date, s.slot) <= (until.local_date, until.slot)
+    ]
+
+
+def build_snapshot(
+    store: Store, settings: Settings, now: datetime, since: date | None = None
+) -> dict[str, Any]:
+    """The snapshot document as of `now`."""
+    from bridge.pipeline import current_slot, target_slot
+
+    cur: SlotKey = current_slot(settings, now)
+    since = since or cur.local_date - timedelta(days=settings.export.days - 1)
+    slots = slot_documents(store, since, cur)
+    target = target_slot(settings, now)
+    with store.session() as session:
         found = session.execute(
             select(Recommendation, Feedback)
             .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
@@ -146,9 +159,6 @@ def build_snapshot(
                 Recommendation.local_date == target.local_date, Recommendation.slot == target.slot
             )
         ).first()
-    slots = [
-        slot_document(s) for s in snaps if (s.local_date, s.slot) <= (cur.local_date, cur.slot)
-    ]
     current = next(
         (
             s

@@ -44,6 +44,8 @@ class CycleReport:
     classified: int = 0
     slots: int = 0
     recommendation: dict[str, Any] | None = None
+    implicit: dict[str, list[int]] = field(default_factory=dict)
+    notified: dict[str, str] = field(default_factory=dict)
     snapshot: str | None = None
     seconds: float = 0.0
 
@@ -310,6 +312,25 @@ def recommend(
         ).scalar_one()
 
 
+def answer_implicitly(store: Store, settings: Settings, now: datetime) -> dict[str, list[int]]:
+    """Calendar-driven accepts and reschedules, and expiry of unanswered recommendations."""
+    from bridge.implicit import detect
+
+    found = detect(store, settings, now)
+    return {"accepted": found.accepted, "rescheduled": found.rescheduled, "expired": found.expired}
+
+
+def announce(store: Store, settings: Settings, rec: Recommendation, now: datetime) -> dict:
+    """Notify about the recommendation once per channel; a failing notifier never stops a cycle."""
+    from bridge.notify import notify_recommendation
+
+    try:
+        return notify_recommendation(store, settings, rec, now)
+    except Exception:
+        log.exception("notifications crashed; the cycle goes on")
+        return {}
+
+
 def run_cycle(
     settings: Settings,
     store: Store,
@@ -333,6 +354,8 @@ def run_cycle(
         report.slots = recompute_meters(store, settings, now)
         rec = recommend(store, settings, now)
         report.recommendation = {"id": rec.id, "action": rec.action, "rationale": rec.rationale}
+        report.implicit = answer_implicitly(store, settings, now)
+        report.notified = announce(store, settings, rec, now)
         doc = build_snapshot(store, settings, now)
         report.snapshot = str(write_snapshot(doc, settings.export_path))
         with store.transaction() as session:

@@ -91,3 +91,7 @@ def store(settings: Settings):
 @pytest.fixture
 def ctx() -> ReadContext:
     return ReadContext(tz=BERLIN, now=DEMO_NOW)
+
+
+# The web, notify and implicit-feedback fixtures (demo store copy, in-memory keyring).
+from tests.web_fixtures import demo, demo_db, memory_keyring  # noqa: E402, F401

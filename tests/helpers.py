@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+from keyring.backend import KeyringBackend
 
 SCHEMA_PATH = Path(__file__).parent.parent / "bridge" / "schemas" / "snapshot.schema.json"
 
@@ -67,3 +68,24 @@ def wal_bigger_than(data_dir: Path, size: int = 2_000_000) -> Callable[[], bool]
     big WAL means a long transaction is mid-way."""
     wal = data_dir / "rhythm-bridge.db-wal"
     return lambda: wal.exists() and wal.stat().st_size > size
+
+
+class MemoryKeyring(KeyringBackend):
+    """An in-memory keyring backend so no test touches the machine's real keyring."""
+
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.entries.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.entries[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        from keyring.errors import PasswordDeleteError
+
+        if self.entries.pop((service, username), None) is None:
+            raise PasswordDeleteError(username)

@@ -182,3 +182,38 @@ class Meta(SQLModel, table=True):
 
     key: str = Field(primary_key=True, max_length=64)
     value: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+
+
+class Notification(SQLModel, table=True):
+    """One notification per recommendation and channel, claimed before it is sent."""
+
+    __tablename__ = "notifications"
+    __table_args__ = (
+        UniqueConstraint("recommendation_id", "channel", name="uq_notification_channel"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    recommendation_id: int = Field(foreign_key="recommendations.id")
+    channel: str = Field(max_length=16)  # ntfy|webhook
+    status: str = Field(default="sending", max_length=16)  # sending|sent|failed
+    attempts: int = 0
+    last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime
+    sent_at: datetime | None = None
+
+
+class ImplicitWatch(SQLModel, table=True):
+    """An event of the recommended type that sat in the recommended window when last seen.
+
+    Implicit feedback compares the calendar against these rows: a watched event that moved
+    out of the window is a reschedule; a matching event that is not watched moved in.
+    """
+
+    __tablename__ = "implicit_watch"
+    __table_args__ = (UniqueConstraint("recommendation_id", "event_id", name="uq_implicit_watch"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    recommendation_id: int = Field(foreign_key="recommendations.id")
+    event_id: int
+    start_utc: datetime
+    seen_at: datetime

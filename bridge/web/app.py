@@ -1,0 +1,402 @@
+"""The Starlette app: the page, its form posts, and the JSON API under /api/.
+
+Library errors become HTTP responses here and nowhere else: an unknown recommendation or
+event is 404, bad input 400, a missing or wrong access token 401, a missing or wrong CSRF
+token 403.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from bridge.config import Settings
+from bridge.errors import BridgeError, InputError
+from bridge.feedback import UnknownRecommendation, record_feedback
+from bridge.labels import LABELS, UnknownEvent, correct_event_label
+from bridge.store import Store
+from bridge.web import access, views
+from bridge.web.charts import sparkline
+
+HERE = Path(__file__).parent
+PUBLIC_PREFIXES = ("/static/", "/login", "/healthz")
+WEB_CHANNELS = ("web", "ntfy")
+SECURITY_HEADERS = {
+    # Everything the page needs comes from this server; nothing may frame it.
+    "content-security-policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    "cache-control": "no-store",
+}
+LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
+
+
+@dataclass
+class WebState:
+    settings: Settings
+    store: Store
+    require_token: bool
+    token: str | None
+    csrf: str
+    clock: Callable[[], datetime]
+
+    def now(self) -> datetime:
+        return self.clock().astimezone(UTC)
+
+    def bearer(self, request: Request) -> str | None:
+        auth = request.headers.get("authorization", "")
+        scheme, _, value = auth.partition(" ")
+        return value.strip() if scheme.lower() == "bearer" else None
+
+    def authenticated(self, request: Request) -> bool:
+        if not self.require_token:
+            return True
+        return access.same(self.bearer(request), self.token) or access.same(
+            request.cookies.get(access.COOKIE), self.token
+        )
+
+    def check_write(self, request: Request, form_token: str | None = None) -> None:
+        """A state-changing request needs the bearer token or the page's CSRF token."""
+        if self.token and access.same(self.bearer(request), self.token):
+            return
+        sent = request.headers.get("x-csrf-token") or form_token
+        if not access.same(sent, self.csrf):
+            raise HTTPException(403, "missing or wrong CSRF token; reload the page")
+
+
+def _host_ok(state: WebState, request: Request) -> bool:
+    # Without a token the page trusts the machine; refuse other Host names so a web page
+    # elsewhere cannot reach it through DNS rebinding.
+    if state.require_token:
+        return True
+    host = request.headers.get("host", "")
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    return name in LOOPBACK_HOSTS
+
+
+class Guard:
+    """Security headers on every response; the access token on every non-public path."""
+
+    def __init__(self, app: ASGIApp, state: WebState) -> None:
+        self.app, self.state = app, state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_secure(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for key, value in SECURITY_HEADERS.items():
+                    headers[key] = value
+            await send(message)
+
+        request = Request(scope)
+        path = request.url.path
+        refusal: Response | None = None
+        if not _host_ok(self.state, request):
+            refusal = Response("unknown host name", status_code=400, media_type="text/plain")
+        elif not path.startswith(PUBLIC_PREFIXES) and not self.state.authenticated(request):
+            if path.startswith("/api/"):
+                refusal = JSONResponse(
+                    {"error": "access token required (cookie or Authorization: Bearer)"},
+                    status_code=401,
+                    headers={"www-authenticate": 'Bearer realm="rhythm-bridge"'},
+                )
+            else:
+                refusal = RedirectResponse("/login", status_code=303)
+                if request.method == "GET":
+                    refusal = _login_page(request, status_code=401)
+        if refusal is not None:
+            await refusal(scope, receive, send_secure)
+            return
+        await self.app(scope, receive, send_secure)
+
+
+templates = Jinja2Templates(directory=HERE / "templates")
+
+
+def _localtime(value: str | None, tz: Any) -> str:
+    return datetime.fromisoformat(value).astimezone(tz).strftime("%H:%M") if value else ""
+
+
+templates.env.filters["localtime"] = _localtime
+
+
+def _state(request: Request) -> WebState:
+    return request.app.state.web
+
+
+def _login_page(request: Request, status_code: int = 200, error: str | None = None) -> Response:
+    return templates.TemplateResponse(
+        request, "login.html", {"error": error}, status_code=status_code
+    )
+
+
+# ---- the page -------------------------------------------------------------------------
+
+
+def page(request: Request) -> Response:
+    st = _state(request)
+    now = st.now()
+    meter_doc = views.meters(st.store, st.settings, now)
+    cards = views.meter_cards(meter_doc)
+    for card in cards:
+        card["chart"] = sparkline(card["series"], card["name"])
+    rec = views.recommendation(st.store, st.settings, now)
+    return templates.TemplateResponse(
+        request,
+        "page.html",
+        {
+            "now": now.astimezone(st.settings.tz),
+            "tz": st.settings.tz,
+            "meters": meter_doc,
+            "cards": cards,
+            "rec": rec,
+            "belief": views.belief_rows(rec["belief"]) if rec else None,
+            "events": views.events_today(st.store, st.settings, now),
+            "labels": LABELS,
+            "history": views.interaction_history(st.store),
+            "status": views.status(st.store, st.settings),
+            "csrf": st.csrf,
+            "notice": request.query_params.get("done"),
+            "require_token": st.require_token,
+        },
+    )
+
+
+async def feedback_form(request: Request) -> Response:
+    st = _state(request)
+    form = await request.form()
+    st.check_write(request, _field(form, "csrf_token"))
+    rec_id = _int(_field(form, "recommendation_id"), "recommendation_id")
+    fb, created = record_feedback(st.store, rec_id, _field(form, "response") or "", "web")
+    done = fb.response if created else "already"
+    return RedirectResponse(f"/?done={done}#recommendation", status_code=303)
+
+
+async def label_form(request: Request) -> Response:
+    st = _state(request)
+    form = await request.form()
+    st.check_write(request, _field(form, "csrf_token"))
+    correct_event_label(
+        st.store, _int(request.path_params["event_id"], "event id"), _field(form, "action") or ""
+    )
+    return RedirectResponse("/?done=label#events", status_code=303)
+
+
+async def login(request: Request) -> Response:
+    st = _state(request)
+    if not st.require_token:
+        return RedirectResponse("/", status_code=303)
+    if request.method == "GET":
+        return _login_page(request)
+    form = await request.form()
+    if not access.same(_field(form, "token"), st.token):
+        return _login_page(request, status_code=401, error="That token is not right.")
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(
+        access.COOKIE,
+        st.token or "",
+        max_age=400 * 24 * 3600,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+async def logout(request: Request) -> Response:
+    st = _state(request)
+    form = await request.form()
+    st.check_write(request, _field(form, "csrf_token"))
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(access.COOKIE)
+    return response
+
+
+def healthz(request: Request) -> Response:
+    return JSONResponse({"ok": True})
+
+
+# ---- the JSON API ---------------------------------------------------------------------
+
+
+def api_meters(request: Request) -> Response:
+    st = _state(request)
+    days = _int(request.query_params.get("days", str(views.TREND_DAYS)), "days")
+    if not 1 <= days <= 31:
+        raise InputError("days: use 1 to 31")
+    return JSONResponse(views.meters(st.store, st.settings, st.now(), days))
+
+
+def api_recommendation(request: Request) -> Response:
+    st = _state(request)
+    return JSONResponse({"recommendation": views.recommendation(st.store, st.settings, st.now())})
+
+
+async def api_feedback(request: Request) -> Response:
+    st = _state(request)
+    if request.method == "GET":
+        limit = _int(request.query_params.get("limit", str(views.HISTORY_LIMIT)), "limit")
+        if not 1 <= limit <= 500:
+            raise InputError("limit: use 1 to 500")
+        return JSONResponse({"history": views.interaction_history(st.store, limit)})
+    st.check_write(request)
+    body = await _json(request)
+    channel = body.get("channel", "web")
+    if channel not in WEB_CHANNELS:
+        raise InputError(f"channel: use one of {', '.join(WEB_CHANNELS)}")
+    rec_id = body.get("recommendation_id")
+    if not isinstance(rec_id, int) or isinstance(rec_id, bool):
+        raise InputError("recommendation_id: an integer is required")
+    fb, created = record_feedback(st.store, rec_id, str(body.get("response", "")), channel)
+    return JSONResponse(
+        {
+            "recommendation_id": rec_id,
+            "response": fb.response,
+            "channel": fb.channel,
+            "created": created,
+            "answered_at": fb.created_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        },
+        status_code=201 if created else 200,
+    )
+
+
+def api_events(request: Request) -> Response:
+    st = _state(request)
+    now = st.now()
+    meter_day = views.meters(st.store, st.settings, now, days=1)["date"]
+    return JSONResponse(
+        {"date": meter_day, "events": views.events_today(st.store, st.settings, now)}
+    )
+
+
+async def api_label(request: Request) -> Response:
+    st = _state(request)
+    st.check_write(request)
+    body = await _json(request)
+    result = correct_event_label(
+        st.store, _int(request.path_params["event_id"], "event id"), str(body.get("action", ""))
+    )
+    return JSONResponse(result)
+
+
+def api_status(request: Request) -> Response:
+    st = _state(request)
+    return JSONResponse(views.status(st.store, st.settings))
+
+
+# ---- helpers and errors ---------------------------------------------------------------
+
+
+def _field(form: Any, name: str) -> str | None:
+    value = form.get(name)
+    return value if isinstance(value, str) else None
+
+
+def _int(value: Any, name: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name}: an integer is required") from None
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise InputError("the request body must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise InputError("the request body must be a JSON object")
+    return body
+
+
+def _error(request: Request, status: int, message: str) -> Response:
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": message}, status_code=status)
+    return templates.TemplateResponse(
+        request, "error.html", {"status": status, "message": message}, status_code=status
+    )
+
+
+async def _on_http(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return _error(request, exc.status_code, str(exc.detail))
+
+
+async def _on_bridge(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, UnknownRecommendation | UnknownEvent):
+        return _error(request, 404, str(exc))
+    if isinstance(exc, InputError):
+        return _error(request, 400, str(exc))
+    return _error(request, 503, str(exc))
+
+
+def create_app(
+    settings: Settings,
+    store: Store,
+    *,
+    host: str | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> Starlette:
+    """The app for a server bound to `host` (default: the configured one).
+
+    A non-loopback host needs the access token (made and kept in the keyring on first use).
+    """
+    host = settings.web.host if host is None else host
+    require_token = not access.is_loopback(host)
+    token = (
+        access.ensure_access_token(settings) if require_token else access.get_access_token(settings)
+    )
+    state = WebState(
+        settings=settings,
+        store=store,
+        require_token=require_token,
+        token=token,
+        # With no token (loopback, no keyring) the CSRF key lives as long as the process.
+        csrf=access.csrf_token(token or secrets.token_urlsafe(32)),
+        clock=clock or (lambda: datetime.now(UTC)),
+    )
+    routes = [
+        Route("/", page),
+        Route("/feedback", feedback_form, methods=["POST"]),
+        Route("/events/{event_id}/label", label_form, methods=["POST"]),
+        Route("/login", login, methods=["GET", "POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Route("/healthz", healthz),
+        Route("/api/meters", api_meters),
+        Route("/api/recommendation", api_recommendation),
+        Route("/api/feedback", api_feedback, methods=["GET", "POST"]),
+        Route("/api/events", api_events),
+        Route("/api/events/{event_id}/label", api_label, methods=["POST"]),
+        Route("/api/status", api_status),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(Guard, state=state)],
+        exception_handlers={HTTPException: _on_http, BridgeError: _on_bridge},
+    )
+    app.state.web = state
+    return app

@@ -1,0 +1,122 @@
+"""What the page and the API show, assembled from the store (no HTTP here)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+
+from bridge.config import Settings
+from bridge.export import _iso, events_of_day, recommendation_document, slot_documents
+from bridge.store import Store
+from bridge.store.models import Feedback, Recommendation
+from mappings.actions import BELIEF_AXES, METERS
+from mappings.slots import SLOT_NAMES
+
+TREND_DAYS = 7
+HISTORY_LIMIT = 20
+
+
+def meters(store: Store, settings: Settings, now: datetime, days: int = TREND_DAYS) -> dict:
+    """The current slot's meters and every slot of the last `days` local days up to now."""
+    from bridge.pipeline import current_slot
+
+    cur = current_slot(settings, now)
+    since = cur.local_date - timedelta(days=days - 1)
+    history = slot_documents(store, since, cur)
+    here = (cur.local_date.isoformat(), cur.slot)
+    current = next((h for h in reversed(history) if (h["date"], h["slot"]) == here), None)
+    return {
+        "date": cur.local_date.isoformat(),
+        "slot": cur.slot,
+        "slot_name": SLOT_NAMES[cur.slot],
+        "current": current,
+        "history": history,
+    }
+
+
+def _recommendation_row(
+    session: Any, local_date: date, slot: int
+) -> tuple[Recommendation, Feedback | None] | None:
+    row = session.execute(
+        select(Recommendation, Feedback)
+        .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
+        .where(Recommendation.local_date == local_date, Recommendation.slot == slot)
+    ).first()
+    return (row[0], row[1]) if row else None
+
+
+def _with_answer(rec: Recommendation, fb: Feedback | None) -> dict[str, Any]:
+    doc = recommendation_document(rec, fb)
+    doc["channel"] = fb.channel if fb else None
+    doc["answered_at"] = _iso(fb.created_at) if fb else None
+    return doc
+
+
+def recommendation(store: Store, settings: Settings, now: datetime) -> dict[str, Any] | None:
+    """The recommendation for the coming slot, else the current slot's; None if neither."""
+    from bridge.pipeline import current_slot, target_slot
+
+    keys = [target_slot(settings, now), current_slot(settings, now)]
+    with store.session() as session:
+        for key in keys:
+            found = _recommendation_row(session, key.local_date, key.slot)
+            if found:
+                return _with_answer(*found)
+    return None
+
+
+def interaction_history(store: Store, limit: int = HISTORY_LIMIT) -> list[dict[str, Any]]:
+    """The latest recommendations, newest first, with the answer each got (or none yet)."""
+    with store.session() as session:
+        rows = session.execute(
+            select(Recommendation, Feedback)
+            .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
+            .order_by(Recommendation.local_date.desc(), Recommendation.slot.desc())
+            .limit(limit)
+        ).all()
+    return [_with_answer(rec, fb) for rec, fb in rows]
+
+
+def events_today(store: Store, settings: Settings, now: datetime) -> list[dict[str, Any]]:
+    from bridge.pipeline import current_slot
+
+    return events_of_day(store, settings, current_slot(settings, now).local_date, with_ids=True)
+
+
+def status(store: Store, settings: Settings) -> dict[str, Any]:
+    """Per-source sync status; the database URL stays out (it may name a user)."""
+    from bridge.status import collect_status
+
+    doc = collect_status(settings, store)
+    doc.pop("database", None)
+    return doc
+
+
+def belief_rows(belief: list[float] | None) -> list[dict[str, Any]] | None:
+    """[S, M, W] as labelled rows for the page; None when the runner has no belief."""
+    if not belief:
+        return None
+    pairs = zip(BELIEF_AXES, belief, strict=False)
+    return [{"axis": axis, "value": value} for axis, value in pairs]
+
+
+def meter_cards(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """One card per meter: the value now, its confidence or why it is empty, its trend."""
+    cur = doc["current"]
+    cards = []
+    for m in METERS:
+        reason = None
+        if cur is not None and cur[m] is None:
+            reason = cur["provenance"][m].get("reason")
+        cards.append(
+            {
+                "name": m,
+                "value": cur[m] if cur else None,
+                "confidence": cur["confidence"][m] if cur else None,
+                "reason": reason or (None if cur else "no meters for this slot yet"),
+                "series": [h[m] for h in doc["history"]],
+            }
+        )
+    return cards
