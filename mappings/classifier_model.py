@@ -169,11 +169,26 @@ def bundled_training_set() -> Path:
     return Path(str(files("mappings").joinpath("classifier_data", "train.tsv")))
 
 
+def make_vectorizers() -> list[Any]:
+    """The scikit-learn vectorizers whose fitted state `LearnedModel.features` reproduces."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return [
+        TfidfVectorizer(
+            analyzer=kind,
+            ngram_range=rng,
+            lowercase=False,
+            token_pattern=TOKEN_PATTERN if kind == "word" else None,
+            sublinear_tf=True,
+        )
+        for _, kind, rng in BLOCKS
+    ]
+
+
 def train(
     pairs: Iterable[tuple[str, str]], *, extra_weight: Iterable[tuple[str, str]] = ()
 ) -> LearnedModel:
     """Fit the model on labelled titles; `extra_weight` pairs (corrections) count thrice."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.svm import LinearSVC
 
     base = list(pairs)
@@ -183,17 +198,7 @@ def train(
         raise ModelError("training needs titles of at least two labels")
     texts = [normalize(t) for t, _ in rows]
     labels = [label for _, label in rows]
-    vectorizers = [
-        TfidfVectorizer(
-            analyzer=kind,
-            ngram_range=rng,
-            lowercase=False,
-            token_pattern=TOKEN_PATTERN if kind == "word" else None,
-            sublinear_tf=True,
-            min_df=1,
-        )
-        for _, kind, rng in BLOCKS
-    ]
+    vectorizers = make_vectorizers()
     matrix = sparse.hstack([v.fit_transform(texts) for v in vectorizers], format="csr")
     clf = LinearSVC(C=1.0, random_state=0)
     temperature = _fit_temperature(clf, matrix, labels)

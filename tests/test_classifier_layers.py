@@ -2,18 +2,16 @@
 
 import numpy as np
 import pytest
-from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.svm import LinearSVC
 
 from mappings.actions import ACTIONS, NOT_AN_ACTION, UNCLASSIFIED
 from mappings.classifier import Classification, EventInfo, KeywordClassifier, normalize
 from mappings.classifier_layers import LayeredClassifier, context_guess
 from mappings.classifier_model import (
-    BLOCKS,
-    TOKEN_PATTERN,
     ModelError,
     bundled_training_set,
     load,
+    make_vectorizers,
     read_labelled,
     save,
     train,
@@ -92,16 +90,7 @@ def test_the_model_scores_like_scikit_learn_and_round_trips_without_pickle(tmp_p
         assert all(data[k].dtype != object for k in data.files)
     again = load(path)
     texts = [normalize(t) for t, _ in TINY * 3]
-    vecs = [
-        TfidfVectorizer(
-            analyzer=kind,
-            ngram_range=rng,
-            lowercase=False,
-            token_pattern=TOKEN_PATTERN if kind == "word" else None,
-            sublinear_tf=True,
-        )
-        for _, kind, rng in BLOCKS
-    ]
+    vecs = make_vectorizers()
     from scipy import sparse
 
     ref = sparse.hstack([v.fit_transform(texts) for v in vecs], format="csr")
