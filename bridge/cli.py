@@ -276,15 +276,19 @@ def meters(
 @app.command()
 def classify(
     title: Annotated[
-        str | None, typer.Argument(help="An event title (default: read titles from stdin).")
+        str | None,
+        typer.Argument(
+            help="An event title (default: read titles from stdin); with --correct, the ACTION."
+        ),
     ] = None,
     as_json: JsonOpt = False,
     correct: Annotated[
         str | None,
         typer.Option(
             "--correct",
-            metavar="ACTION",
-            help="Store TITLE -> ACTION as your correction; it wins from now on ('*' = any text).",
+            metavar="TITLE",
+            help="Store `--correct TITLE ACTION` as your correction; it wins from now on "
+            "('*' in TITLE = any text).",
         ),
     ] = None,
     dry_run: Annotated[
@@ -296,11 +300,11 @@ def classify(
     from bridge.classification import add_correction, build_classifier, save_llm_state
 
     if correct is not None:
-        if title is None:
+        if title is None:  # with --correct, the argument is the action
             raise BridgeError(
-                "--correct needs a TITLE: rhythm-bridge classify --correct TITLE ACTION"
+                "--correct needs an ACTION: rhythm-bridge classify --correct TITLE ACTION"
             )
-        fix = add_correction(_store(), title, correct)
+        fix = add_correction(_store(), correct, title)
         typer.echo(f"stored: titles like {fix.pattern!r} are {fix.action} from now on")
         return
     classifier = build_classifier(_settings(), _store(), dry_run=dry_run)

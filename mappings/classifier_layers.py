@@ -31,6 +31,9 @@ def context_guess(event: EventInfo) -> Classification | None:
     if event.all_day:
         # An all-day entry nobody recognises is a marker, not a chosen activity.
         return Classification(NOT_AN_ACTION, 0.6, "context", "all-day")
+    if event.transparency == "transparent" and event.attendee_count <= 1:
+        # Shown as free and nobody else invited: a reminder or marker, not a block of time.
+        return Classification(NOT_AN_ACTION, 0.55, "context", "shows as free")
     if event.attendee_count >= 3:
         return Classification("ADMIN_WORK", 0.55, "context", f"{event.attendee_count} attendees")
     long_night = (event.duration_min or 0) >= 300 and event.start_hour is not None

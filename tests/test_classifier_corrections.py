@@ -135,12 +135,14 @@ def run(cli, cfg, *args, input=None):
 
 def test_cli_correct_then_classify(cli, tmp_path):
     cfg = write_config(tmp_path / "c.toml", tmp_path / "data")
-    stored = run(cli, cfg, "classify", "--correct", "SLEEP", "Gym - 7am")
+    stored = run(cli, cfg, "classify", "--correct", "Gym - 7am", "SLEEP")
     assert stored.exit_code == 0 and "SLEEP" in stored.output
     one = json.loads(run(cli, cfg, "classify", "Gym - 8am", "--json").output)
     assert one == {"title": "Gym - 8am", "action": "SLEEP", "confidence": 1.0, "layer": "override"}
-    bad = run(cli, cfg, "classify", "--correct", "NAP", "Gym")
+    bad = run(cli, cfg, "classify", "--correct", "Gym", "NAP")
     assert bad.exit_code == 2 and "unknown action 'NAP'" in bad.output
+    missing = run(cli, cfg, "classify", "--correct", "Gym")
+    assert missing.exit_code == 2 and "--correct needs an ACTION" in missing.output
 
 
 def test_cli_batch_keeps_order_and_names_the_layer(cli, tmp_path):
@@ -170,7 +172,7 @@ def test_cli_dry_run_shows_the_request_and_sends_nothing(cli, tmp_path, respx_mo
 
 def test_cli_train_classifier_with_corrections(cli, tmp_path):
     cfg = write_config(tmp_path / "c.toml", tmp_path / "data")
-    run(cli, cfg, "classify", "--correct", "ME_TIME", "Zorblax")
+    run(cli, cfg, "classify", "--correct", "Zorblax", "ME_TIME")
     out = tmp_path / "model.npz"
     result = run(cli, cfg, "train-classifier", "--out", out)
     assert result.exit_code == 0 and "+ 1 corrections" in result.output

@@ -142,6 +142,7 @@ def test_the_bundled_model_is_the_one_the_training_command_makes(bundled, tmp_pa
 def test_the_event_shape_decides_only_when_the_title_does_not():
     assert context_guess(EventInfo("Zorblax", all_day=True)).action == NOT_AN_ACTION
     assert context_guess(EventInfo("Zorblax", attendee_count=6)).action == "ADMIN_WORK"
+    assert context_guess(EventInfo("Zorblax", transparency="transparent")).action == NOT_AN_ACTION
     night = EventInfo("Zorblax", duration_min=480, start_hour=23)
     assert context_guess(night).action == "SLEEP"
     assert context_guess(EventInfo("Zorblax", attendee_count=1, duration_min=60)) is None
