@@ -26,6 +26,9 @@ from mappings.classifier_llm import (
 log = logging.getLogger("rhythm_bridge.classifier.llm")
 
 LLM_MIN_CONFIDENCE = 0.5
+# After this many failed calls in a row, stop asking for the rest of the run: a server
+# that is down must not cost one timeout per event.
+MAX_FAILURES_IN_A_ROW = 3
 
 
 @dataclass
@@ -50,6 +53,7 @@ class LLMClient:
     new_answers: dict[str, tuple[str, float]] = field(default_factory=dict)
     would_send: list[WouldSend] = field(default_factory=list)
     errors: int = 0
+    failures_in_a_row: int = 0
     _client: httpx.Client | None = None
 
     @property
@@ -68,6 +72,8 @@ class LLMClient:
                 WouldSend(self.url if self.endpoint else "(no endpoint set)", body)
             )
             return None
+        if self.failures_in_a_row >= MAX_FAILURES_IN_A_ROW:
+            return None
         if self.calls >= self.budget:
             if self.calls == self.budget:
                 log.warning(
@@ -83,8 +89,15 @@ class LLMClient:
         except (httpx.HTTPError, ValueError, LLMReplyError) as err:
             # One failed call leaves the event UNCLASSIFIED; the next cycle asks again.
             self.errors += 1
+            self.failures_in_a_row += 1
             log.warning("LLM classifier call failed: %s", _describe(err))
+            if self.failures_in_a_row == MAX_FAILURES_IN_A_ROW:
+                log.warning(
+                    "LLM classifier: %d failures in a row; not asking again this run",
+                    MAX_FAILURES_IN_A_ROW,
+                )
             return None
+        self.failures_in_a_row = 0
         self.cache[key] = self.new_answers[key] = (answer.action, answer.confidence)
         return self._answer(answer.action, answer.confidence)
 

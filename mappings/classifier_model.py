@@ -83,6 +83,8 @@ class LearnedModel:
         """TF-IDF rows (sublinear tf, l2 per block) for already-normalized texts."""
         char_vocab, word_vocab = self.vocab
         cache = self._char_cache
+        if len(cache) > 200_000:  # a long-running daemon sees an open-ended set of words
+            cache.clear()
         char_ptr, char_cols, word_ptr, word_cols = [0], [], [0], []
         for text in texts:
             for w in text.split():

@@ -123,6 +123,30 @@ def test_timeouts_server_errors_and_garbage_are_no_answer(effect):
     assert llm.errors == 1 and llm.calls == 1
 
 
+@respx.mock
+def test_a_server_that_keeps_failing_is_left_alone_for_the_rest_of_the_run():
+    route = respx.post(f"{OLLAMA}/api/chat").mock(side_effect=httpx.ConnectTimeout("down"))
+    llm = client()
+    assert all(llm.ask(EventInfo(f"Title {i}")) is None for i in range(10))
+    assert route.call_count == 3
+
+
+@respx.mock
+def test_one_good_answer_resets_the_failure_count():
+    route = respx.post(f"{OLLAMA}/api/chat")
+    route.side_effect = [
+        httpx.Response(500),
+        httpx.Response(500),
+        httpx.Response(200, json=ollama_reply(GOOD)),
+        httpx.Response(500),
+        httpx.Response(500),
+        httpx.Response(200, json=ollama_reply(GOOD)),
+    ]
+    llm = client()
+    answers = [llm.ask(EventInfo(f"Title {i}")) for i in range(6)]
+    assert [a is not None for a in answers] == [False, False, True, False, False, True]
+
+
 def test_the_timeout_is_passed_to_httpx():
     llm = client(timeout=3.5)
     assert llm._http().timeout.read == 3.5
