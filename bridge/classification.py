@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from bridge.config import Settings
 from bridge.errors import ConfigError, InputError
@@ -74,6 +74,16 @@ def add_correction(
             touch=("updated_at",),
         )
     return Correction(pattern, action)
+
+
+def remove_correction(store: Store, title: str) -> bool:
+    """Forget the correction stored for titles like this one; False if there was none."""
+    pattern = title_pattern(title)
+    with store.transaction() as session:
+        gone = session.execute(
+            delete(ClassifierCorrection).where(ClassifierCorrection.pattern == pattern)
+        )
+        return bool(gone.rowcount)
 
 
 def corrections(store: Store) -> list[ClassifierCorrection]:

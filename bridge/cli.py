@@ -291,13 +291,28 @@ def classify(
             "('*' in TITLE = any text).",
         ),
     ] = None,
+    forget: Annotated[
+        bool, typer.Option("--forget", help="Remove your correction for TITLE.")
+    ] = False,
     dry_run: Annotated[
         bool,
         typer.Option("--dry-run", help="Send nothing; print what the LLM layer would be sent."),
     ] = False,
 ) -> None:
     """Label event titles with one of the 10 actions; one JSON object per line from stdin."""
-    from bridge.classification import add_correction, build_classifier, save_llm_state
+    from bridge.classification import (
+        add_correction,
+        build_classifier,
+        remove_correction,
+        save_llm_state,
+    )
+
+    if forget:
+        if title is None:
+            raise BridgeError("--forget needs the TITLE whose correction to remove")
+        found = remove_correction(_store(), title)
+        typer.echo("correction removed" if found else f"no correction stored for {title!r}")
+        return
 
     if correct is not None:
         if title is None:  # with --correct, the argument is the action

@@ -141,6 +141,11 @@ def test_cli_correct_then_classify(cli, tmp_path):
     assert one == {"title": "Gym - 8am", "action": "SLEEP", "confidence": 1.0, "layer": "override"}
     bad = run(cli, cfg, "classify", "--correct", "Gym", "NAP")
     assert bad.exit_code == 2 and "unknown action 'NAP'" in bad.output
+    gone = run(cli, cfg, "classify", "--forget", "GYM - 10am")
+    assert gone.exit_code == 0 and "correction removed" in gone.output
+    back = json.loads(run(cli, cfg, "classify", "Gym - 8am", "--json").output)
+    assert back["layer"] == "rules"
+    assert "no correction stored" in run(cli, cfg, "classify", "--forget", "Gym - 8am").output
     missing = run(cli, cfg, "classify", "--correct", "Gym")
     assert missing.exit_code == 2 and "--correct needs an ACTION" in missing.output
 
