@@ -182,3 +182,21 @@ def test_cli_train_classifier_with_corrections(cli, tmp_path):
     result = run(cli, cfg, "train-classifier", "--out", out)
     assert result.exit_code == 0 and "+ 1 corrections" in result.output
     assert load(out).meta["corrections"] == 1
+
+
+@pytest.mark.parametrize(
+    ("section", "needle"),
+    [
+        ('rules_file = "{bad}"', "classifier.rules_file: "),
+        ('model_file = "{bad}"', "classifier.model_file: "),
+        ('llm_endpoint = "http://localhost:11434"', "classifier.llm_model: set the model"),
+    ],
+)
+def test_cli_a_bad_classifier_setting_is_one_line(cli, tmp_path, section, needle):
+    bad = tmp_path / "broken"
+    bad.write_text("[[rule]\n")
+    body = "[classifier]\n" + section.format(bad=bad)
+    cfg = write_config(tmp_path / "c.toml", tmp_path / "data", c=body)
+    result = run(cli, cfg, "classify", "Gym")
+    assert result.exit_code == 2
+    assert needle in result.output and len(result.output.strip().splitlines()) == 1
