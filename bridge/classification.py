@@ -143,8 +143,12 @@ def _today(settings: Settings) -> str:
 
 
 def save_llm_state(store: Store, settings: Settings, client: LLMClient | None) -> None:
-    """Keep the new LLM answers and today's call count (the budget survives restarts)."""
-    if client is None or client.dry_run:
+    """Keep the new LLM answers and today's call count (the budget survives restarts);
+    close the client's connections."""
+    if client is None:
+        return
+    client.close()
+    if client.dry_run:
         return
     now = utcnow()
     rows = [
