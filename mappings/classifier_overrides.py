@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from mappings.classifier import LABELS, Classification, normalize
 
 _DIGITS = re.compile(r"\d+")
-_EDGES = re.compile(r"^[\W_]+|[\W_]+$")
+_EDGES = re.compile(r"^[^\w*#]+|[^\w*#]+$")  # keeps "*" wildcards and "#" numbers
 
 
 def title_pattern(title: str) -> str:

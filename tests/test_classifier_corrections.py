@@ -56,6 +56,14 @@ def test_a_correction_wins_from_then_on_and_is_idempotent(store, settings):
     assert (row.action, row.channel, row.title) == ("ME_TIME", "web", "GYM - 9am")
 
 
+def test_a_wildcard_correction_through_the_library(store, settings):
+    fix = add_correction(store, "🧠 Standup *", "SOCIALIZE")
+    assert fix.pattern == "standup *"
+    clf = build_classifier(settings, store)
+    assert clf.classify("Standup with design").layer == "override"
+    assert clf.classify("Team standup").layer == "rules"
+
+
 @pytest.mark.parametrize(
     ("title", "action", "needle"),
     [("Gym", "NAP", "unknown action 'NAP'"), ("  ?! ", "SLEEP", "at least one letter")],
