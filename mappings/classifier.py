@@ -56,8 +56,10 @@ class Rule:
 
 def normalize(title: str) -> str:
     """Lower case, accents removed, whitespace folded: the form rules match against."""
-    text = unicodedata.normalize("NFKD", title.casefold())
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = title.casefold()
+    if not text.isascii():  # the common ASCII title has no accents to strip
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(ch for ch in text if not unicodedata.combining(ch))
     return " ".join(text.split())
 
 
@@ -114,9 +116,14 @@ class KeywordClassifier:
         self.version, self.rules = _cached_rules(str(rules_file or ""))
         # keyword (tokens joined by spaces) -> index of the first rule that has it
         self._index: dict[str, int] = {}
+        # first token of a keyword -> most tokens a keyword starting with it has
+        self._starts: dict[str, int] = {}
         for i, rule in enumerate(self.rules):
             for k in rule.keywords:
                 self._index.setdefault(k, i)
+                first, *rest = k.split(" ")
+                self._starts[first] = max(self._starts.get(first, 0), 1 + len(rest))
+        self._patterns = [(i, r.regex) for i, r in enumerate(self.rules) if r.regex is not None]
 
     def match(self, event: EventInfo) -> Classification | None:
         """The event-type or rules answer, or None when neither knows."""
@@ -134,14 +141,19 @@ class KeywordClassifier:
             return None
         best, hit = len(self.rules), ""
         toks = tokens(text)
-        index = self._index
-        for start in range(len(toks)):
-            for end in range(start + 1, min(start + MAX_KEYWORD_TOKENS, len(toks)) + 1):
+        index, starts = self._index, self._starts
+        for start, tok in enumerate(toks):
+            longest = starts.get(tok)
+            if longest is None:
+                continue
+            for end in range(start + 1, min(start + longest, len(toks)) + 1):
                 i = index.get(" ".join(toks[start:end]))
                 if i is not None and i < best:
                     best, hit = i, " ".join(toks[start:end])
-        for i, rule in enumerate(self.rules[:best]):
-            if rule.regex is not None and (m := rule.regex.search(text)):
+        for i, regex in self._patterns:
+            if i >= best:
+                break
+            if m := regex.search(text):
                 best, hit = i, m.group(0)
                 break
         if best == len(self.rules):
