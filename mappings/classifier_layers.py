@@ -43,6 +43,8 @@ def context_guess(event: EventInfo) -> Classification | None:
 
 
 class LayeredClassifier:
+    """Stack the layers; any may be left out (None), which the benchmark uses to compare."""
+
     def __init__(
         self,
         rules: KeywordClassifier | None = None,
@@ -100,3 +102,10 @@ class LayeredClassifier:
         if found is None and self.use_context:
             found = context_guess(event)
         return found or UNKNOWN
+
+
+def default_classifier() -> LayeredClassifier:
+    """The bundled rules and model, no corrections, no LLM: usable without the daemon."""
+    from mappings.classifier_model import load
+
+    return LayeredClassifier(rules=KeywordClassifier(), model=load())

@@ -6,7 +6,7 @@ from sklearn.svm import LinearSVC
 
 from mappings.actions import ACTIONS, NOT_AN_ACTION, UNCLASSIFIED
 from mappings.classifier import Classification, EventInfo, KeywordClassifier, normalize
-from mappings.classifier_layers import LayeredClassifier, context_guess
+from mappings.classifier_layers import LayeredClassifier, context_guess, default_classifier
 from mappings.classifier_model import (
     ModelError,
     bundled_training_set,
@@ -180,8 +180,8 @@ def test_an_llm_without_an_answer_falls_through_to_context(bundled):
     assert clf.classify("Zorblax").action == UNCLASSIFIED
 
 
-def test_batch_keeps_input_order_and_matches_one_by_one(bundled):
-    clf = LayeredClassifier(KeywordClassifier(), bundled)
+def test_batch_keeps_input_order_and_matches_one_by_one():
+    clf = default_classifier()
     titles = ["Team standup", "Laps at the pool", "Blorp 42", "Journaling", ""]
     assert clf.classify_many(titles) == [clf.classify(t) for t in titles]
 
