@@ -56,8 +56,8 @@ class Answer(BaseModel):
 
 
 def cache_key(title: str) -> str:
-    """Answers are cached per normalized title."""
-    return normalize(title)
+    """Answers are cached per normalized title (cut to the stored column's width)."""
+    return normalize(title)[:500]
 
 
 def describe(event: EventInfo) -> dict[str, Any]:

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 from mappings.classifier import LABELS, Classification, normalize
 
+MAX_KEY = 500  # the stored column's width
 _DIGITS = re.compile(r"\d+")
 _EDGES = re.compile(r"^[^\w*#]+|[^\w*#]+$")  # keeps "*" wildcards and "#" numbers
 
 
 def title_pattern(title: str) -> str:
     """The loose form of a title that a correction is stored and matched under."""
-    return _EDGES.sub("", _DIGITS.sub("#", normalize(title)))
+    return _EDGES.sub("", _DIGITS.sub("#", normalize(title)))[:MAX_KEY]
 
 
 @dataclass(frozen=True, slots=True)
