@@ -165,9 +165,7 @@ def save_llm_state(store: Store, settings: Settings, client: LLMClient | None) -
         upsert(
             session, LLMAnswer, rows, keys=("model", "title_key"), update=("action", "confidence")
         )
-        store.set_meta(
-            session, LLM_CALLS_KEY, f"{_today(settings)} {min(client.calls, client.budget)}"
-        )
+        store.set_meta(session, LLM_CALLS_KEY, f"{_today(settings)} {client.calls}")
     client.new_answers.clear()
 
 

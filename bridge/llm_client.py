@@ -54,7 +54,8 @@ class LLMClient:
     would_send: list[WouldSend] = field(default_factory=list)
     errors: int = 0
     failures_in_a_row: int = 0
-    _client: httpx.Client | None = None
+    _client: httpx.Client | None = field(default=None, init=False, repr=False)
+    _budget_logged: bool = field(default=False, init=False, repr=False)
 
     @property
     def url(self) -> str:
@@ -75,11 +76,11 @@ class LLMClient:
         if self.failures_in_a_row >= MAX_FAILURES_IN_A_ROW:
             return None
         if self.calls >= self.budget:
-            if self.calls == self.budget:
+            if not self._budget_logged:
                 log.warning(
                     "LLM daily budget of %d calls used up; asking again tomorrow", self.budget
                 )
-                self.calls += 1  # log once
+                self._budget_logged = True
             return None
         self.calls += 1
         try:
