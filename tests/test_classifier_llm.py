@@ -6,7 +6,7 @@ import httpx
 import pytest
 import respx
 
-from bridge.classification import llm_client, save_llm_state
+from bridge.classification import LLM_CALLS_KEY, llm_client, save_llm_state
 from bridge.config import Settings
 from bridge.errors import ConfigError
 from bridge.llm_client import LLMClient
@@ -229,3 +229,10 @@ def test_cache_and_budget_survive_a_restart(settings, store):
     assert second.calls == 1 and second.ask(EventInfo("zorblax")).rule == "cached"
     assert second.ask(EventInfo("Another title")) is None  # today's budget is spent
     assert route.call_count == 1
+
+
+def test_the_budget_starts_again_the_next_day(settings, store):
+    cfg = _with_llm(settings, llm_endpoint=OLLAMA, llm_model="llama3.2", llm_daily_budget=5)
+    with store.transaction() as session:
+        store.set_meta(session, LLM_CALLS_KEY, "2000-01-01 5")
+    assert llm_client(cfg, store).calls == 0
