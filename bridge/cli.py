@@ -301,34 +301,70 @@ def meters(
 @app.command()
 def classify(
     title: Annotated[
-        str | None, typer.Argument(help="An event title (default: read titles from stdin).")
+        str | None,
+        typer.Argument(
+            help="An event title (default: read titles from stdin); with --correct, the ACTION."
+        ),
     ] = None,
     as_json: JsonOpt = False,
+    correct: Annotated[
+        str | None,
+        typer.Option(
+            "--correct",
+            metavar="TITLE",
+            help="Store `--correct TITLE ACTION` as your correction; it wins from now on "
+            "('*' in TITLE = any text).",
+        ),
+    ] = None,
+    forget: Annotated[
+        bool, typer.Option("--forget", help="Remove your correction for TITLE.")
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Send nothing; print what the LLM layer would be sent."),
+    ] = False,
 ) -> None:
     """Label event titles with one of the 10 actions; one JSON object per line from stdin."""
-    from mappings.classifier import KeywordClassifier, RulesError
+    from bridge.classification import (
+        add_correction,
+        build_classifier,
+        remove_correction,
+        save_llm_state,
+    )
 
-    try:
-        classifier = KeywordClassifier(_settings().classifier.rules_file or None)
-    except RulesError as err:
-        raise BridgeError(str(err)) from None
-    titles = [title] if title is not None else [line.rstrip("\n") for line in sys.stdin]
-    for t in titles:
-        res = classifier.classify(t)
-        if as_json or title is None:
-            typer.echo(
-                json.dumps(
-                    {
-                        "title": t,
-                        "action": res.action,
-                        "confidence": res.confidence,
-                        "layer": res.layer,
-                    },
-                    ensure_ascii=False,
-                )
+    if forget:
+        if title is None:
+            raise BridgeError("--forget needs the TITLE whose correction to remove")
+        found = remove_correction(_store(), title)
+        typer.echo("correction removed" if found else f"no correction stored for {title!r}")
+        return
+
+    if correct is not None:
+        if title is None:  # with --correct, the argument is the action
+            raise BridgeError(
+                "--correct needs an ACTION: rhythm-bridge classify --correct TITLE ACTION"
             )
+        fix = add_correction(_store(), correct, title)
+        typer.echo(f"stored: titles like {fix.pattern!r} are {fix.action} from now on")
+        return
+    classifier = build_classifier(_settings(), _store(), dry_run=dry_run)
+    titles = [title] if title is not None else [line.rstrip("\r\n") for line in sys.stdin]
+    results = classifier.classify_many(titles)
+    save_llm_state(_store(), _settings(), classifier.llm)  # type: ignore[arg-type]
+    for t, res in zip(titles, results, strict=True):
+        if as_json or title is None:
+            doc = {
+                "title": t,
+                "action": res.action,
+                "confidence": res.confidence,
+                "layer": res.layer,
+            }
+            typer.echo(json.dumps(doc, ensure_ascii=False))
         else:
             typer.echo(f"{res.action} (confidence {res.confidence:.2f}, {res.layer})")
+    for sent in getattr(classifier.llm, "would_send", []):
+        body = json.dumps(sent.body, indent=2, ensure_ascii=False)
+        typer.echo(f"dry run: would POST to {sent.url}:\n{body}", err=True)
 
 
 @app.command()
@@ -415,7 +451,11 @@ def status(as_json: JsonOpt = False) -> None:
 
 
 # Command modules register themselves on `app` when imported (one line each).
-from bridge.commands import auth, notify, ops, web  # noqa: E402, F401
+import bridge.commands.auth  # noqa: E402
+import bridge.commands.classifier  # noqa: E402
+import bridge.commands.notify  # noqa: E402
+import bridge.commands.ops  # noqa: E402
+import bridge.commands.web  # noqa: E402, F401
 
 
 def main() -> None:

@@ -136,9 +136,12 @@ class RunnerSettings(_Section):
 
 class ClassifierSettings(_Section):
     rules_file: str = ""
+    model_file: str = ""
     llm_endpoint: str = ""
+    llm_api: Literal["auto", "ollama", "openai"] = "auto"
     llm_model: str = ""
     llm_daily_budget: int = Field(200, ge=0)
+    llm_timeout_seconds: float = Field(30.0, gt=0, le=600)
 
 
 class WebSettings(_Section):

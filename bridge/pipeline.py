@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from bridge.config import Settings
 from bridge.errors import BridgeError
@@ -34,6 +34,7 @@ from mappings.slots import SlotKey, slot_bounds, slot_of_instant, slots_between
 log = logging.getLogger("rhythm_bridge.cycle")
 
 HISTORY_DAYS = 30
+CLASSIFIER_VERSION_KEY = "classifier.version"
 BASELINE_LOOKBACK_DAYS = 61
 
 
@@ -78,34 +79,63 @@ def read_context(settings: Settings, now: datetime) -> ReadContext:
 
 
 def classify_events(store: Store, settings: Settings) -> int:
-    """Label every event that is new or changed since it was last labelled."""
-    from mappings.classifier import EventInfo, KeywordClassifier
+    """Label every event that is new or changed since it was last labelled.
 
-    classifier = KeywordClassifier(settings.classifier.rules_file or None)
+    Everything is labelled again when the classifier itself changed (rules, model or a
+    correction); UNCLASSIFIED events are retried while an LLM is configured.
+    """
+    from bridge.classification import build_classifier, retrain_if_corrected, save_llm_state
+    from mappings.actions import UNCLASSIFIED
+    from mappings.classifier import EventInfo
+
+    retrain_if_corrected(settings, store)
+    classifier = build_classifier(settings, store)
+    version = classifier.version
+    changed = store.get_meta(CLASSIFIER_VERSION_KEY) != version
+    stmt = select(CalendarEvent)
+    if not changed:
+        todo = CalendarEvent.classified_hash != CalendarEvent.content_hash
+        if classifier.llm is not None:
+            todo = todo | (CalendarEvent.action == UNCLASSIFIED)
+        stmt = stmt.where(todo)
+    with store.session() as session:
+        rows = session.execute(stmt).scalars().all()
+    # Classify outside the write transaction: an LLM call may take seconds.
+    results = classifier.classify_many(
+        [
+            EventInfo(
+                title=ev.title,
+                event_type=ev.event_type,
+                all_day=ev.all_day,
+                attendee_count=ev.attendee_count,
+                transparency=ev.transparency,
+                duration_min=(ev.end_utc - ev.start_utc).total_seconds() / 60,
+                start_hour=ev.start_utc.astimezone(settings.tz).hour,
+            )
+            for ev in rows
+        ]
+    )
+    relabelled = 0
     with store.transaction() as session:
-        rows = (
-            session.execute(
-                select(CalendarEvent).where(
-                    CalendarEvent.classified_hash != CalendarEvent.content_hash
+        for ev, result in zip(rows, results, strict=True):
+            new = (result.action, result.confidence, result.layer, ev.content_hash)
+            if (ev.action, ev.action_confidence, ev.action_layer, ev.classified_hash) == new:
+                continue
+            # Only if the event is unchanged since it was read (a sync may run meanwhile).
+            relabelled += session.execute(
+                update(CalendarEvent)
+                .where(CalendarEvent.id == ev.id, CalendarEvent.content_hash == ev.content_hash)
+                .values(
+                    action=result.action,
+                    action_confidence=result.confidence,
+                    action_layer=result.layer,
+                    classified_hash=ev.content_hash,
                 )
-            )
-            .scalars()
-            .all()
-        )
-        for ev in rows:
-            result = classifier.classify(
-                EventInfo(
-                    title=ev.title,
-                    event_type=ev.event_type,
-                    all_day=ev.all_day,
-                    attendee_count=ev.attendee_count,
-                    transparency=ev.transparency,
-                    duration_min=(ev.end_utc - ev.start_utc).total_seconds() / 60,
-                )
-            )
-            ev.action, ev.action_confidence = result.action, result.confidence
-            ev.action_layer, ev.classified_hash = result.layer, ev.content_hash
-        return len(rows)
+            ).rowcount
+        if changed:
+            store.set_meta(session, CLASSIFIER_VERSION_KEY, version)
+    save_llm_state(store, settings, classifier.llm)  # type: ignore[arg-type]
+    return relabelled
 
 
 def _frames(store: Store, lo: datetime, hi: datetime) -> tuple[pd.DataFrame, pd.DataFrame]:

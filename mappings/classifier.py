@@ -1,8 +1,9 @@
-"""Calendar event -> action type, with the layer that decided and a confidence.
+"""Calendar event -> action type: the shared types and the keyword-rules layer.
 
-Layers, first confident answer wins: the event's own type (Google `eventType`), then the
-keyword rules from an editable TOML file. What nothing recognises is UNCLASSIFIED, never
-a guess dressed as an answer.
+The rules layer looks at the event's own type (Google `eventType`), then at keyword rules
+from an editable TOML file. `mappings.classifier_layers` stacks it with the person's
+corrections, the bundled learned model and an optional LLM. What nothing recognises is
+UNCLASSIFIED, never a guess dressed as an answer.
 """
 
 from __future__ import annotations
@@ -30,27 +31,35 @@ class EventInfo:
     attendee_count: int = 0
     duration_min: float | None = None
     transparency: str = "opaque"
+    start_hour: int | None = None  # local hour the event starts, 0-23
 
 
 @dataclass(frozen=True, slots=True)
 class Classification:
     action: str  # one of ACTIONS, NOT_AN_ACTION or UNCLASSIFIED
     confidence: float
-    layer: str  # "event_type", "rules", "none"
+    layer: str  # "override", "event_type", "rules", "model", "llm", "context", "none"
     rule: str = ""
+
+    @property
+    def known(self) -> bool:
+        return self.action != UNCLASSIFIED
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
     action: str
     priority: int
-    regex: re.Pattern[str]
+    keywords: tuple[str, ...]
+    regex: re.Pattern[str] | None  # the rule's `patterns`, if any
 
 
 def normalize(title: str) -> str:
     """Lower case, accents removed, whitespace folded: the form rules match against."""
-    text = unicodedata.normalize("NFKD", title.casefold())
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = title.casefold()
+    if not text.isascii():  # the common ASCII title has no accents to strip
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(ch for ch in text if not unicodedata.combining(ch))
     return " ".join(text.split())
 
 
@@ -58,10 +67,13 @@ class RulesError(ValueError):
     """The rules file is unusable; the message names the file and the rule."""
 
 
-def _compile(keywords: list[str], patterns: list[str]) -> re.Pattern[str]:
-    parts = [r"(?<!\w)" + re.escape(normalize(k)) + r"(?!\w)" for k in keywords]
-    parts += patterns
-    return re.compile("|".join(parts))
+_TOKENS = re.compile(r"\w+|[^\w\s]")
+MAX_KEYWORD_TOKENS = 6
+
+
+def tokens(text: str) -> tuple[str, ...]:
+    """Words and single punctuation marks of a normalized text: what keywords match on."""
+    return tuple(_TOKENS.findall(text))
 
 
 def load_rules(path: Path | None = None) -> tuple[str, tuple[Rule, ...]]:
@@ -77,11 +89,15 @@ def load_rules(path: Path | None = None) -> tuple[str, tuple[Rule, ...]]:
         action = raw.get("action", "")
         if action not in LABELS:
             raise RulesError(f"{name}: rule {i + 1}: unknown action {action!r}")
+        patterns = list(raw.get("patterns", []))
         try:
-            regex = _compile(list(raw.get("keywords", [])), list(raw.get("patterns", [])))
+            regex = re.compile("|".join(patterns)) if patterns else None
         except re.error as err:
             raise RulesError(f"{name}: rule {i + 1} ({action}): bad pattern: {err}") from None
-        rules.append(Rule(action, int(raw.get("priority", 0)), regex))
+        keywords = tuple(" ".join(tokens(normalize(k))) for k in raw.get("keywords", []))
+        if any(len(k.split()) > MAX_KEYWORD_TOKENS for k in keywords):
+            raise RulesError(f"{name}: rule {i + 1} ({action}): keyword longer than 6 words")
+        rules.append(Rule(action, int(raw.get("priority", 0)), keywords, regex))
     rules.sort(key=lambda r: -r.priority)
     return str(data.get("version", "")), tuple(rules)
 
@@ -92,25 +108,65 @@ def _cached_rules(path: str) -> tuple[str, tuple[Rule, ...]]:
 
 
 class KeywordClassifier:
-    """Event-type hints, then keyword rules."""
+    """Event-type hints, then keyword rules (the highest-priority rule with a hit wins)."""
+
+    confidence = 0.9
 
     def __init__(self, rules_file: str | Path | None = None) -> None:
         self.version, self.rules = _cached_rules(str(rules_file or ""))
+        # keyword (tokens joined by spaces) -> index of the first rule that has it
+        self._index: dict[str, int] = {}
+        # first token of a keyword -> most tokens a keyword starting with it has
+        self._starts: dict[str, int] = {}
+        for i, rule in enumerate(self.rules):
+            for k in rule.keywords:
+                self._index.setdefault(k, i)
+                first, *rest = k.split(" ")
+                self._starts[first] = max(self._starts.get(first, 0), 1 + len(rest))
+        self._patterns = [(i, r.regex) for i, r in enumerate(self.rules) if r.regex is not None]
+
+    def match(self, event: EventInfo) -> Classification | None:
+        """The event-type or rules answer, or None when neither knows."""
+        if event.event_type == "focusTime":
+            return Classification("DEEP_WORK", 0.95, "event_type", "eventType=focusTime")
+        if event.event_type in ("outOfOffice", "workingLocation", "birthday"):
+            return Classification(
+                NOT_AN_ACTION, 0.95, "event_type", f"eventType={event.event_type}"
+            )
+        return self.match_title(event.title)
+
+    def match_title(self, title: str) -> Classification | None:
+        text = normalize(title)
+        if not text:
+            return None
+        best, hit = len(self.rules), ""
+        toks = tokens(text)
+        index, starts = self._index, self._starts
+        for start, tok in enumerate(toks):
+            longest = starts.get(tok)
+            if longest is None:
+                continue
+            for end in range(start + 1, min(start + longest, len(toks)) + 1):
+                i = index.get(" ".join(toks[start:end]))
+                if i is not None and i < best:
+                    best, hit = i, " ".join(toks[start:end])
+        for i, regex in self._patterns:
+            if i >= best:
+                break
+            if m := regex.search(text):
+                best, hit = i, m.group(0)
+                break
+        if best == len(self.rules):
+            return None
+        return Classification(self.rules[best].action, self.confidence, "rules", hit)
 
     def classify(self, event: EventInfo | str) -> Classification:
         if isinstance(event, str):
             event = EventInfo(title=event)
-        if event.event_type == "focusTime":
-            return Classification("DEEP_WORK", 0.95, "event_type")
-        if event.event_type in ("outOfOffice", "workingLocation", "birthday"):
-            return Classification(NOT_AN_ACTION, 0.95, "event_type")
-        text = normalize(event.title)
-        if text:
-            for rule in self.rules:
-                match = rule.regex.search(text)
-                if match:
-                    return Classification(rule.action, 0.9, "rules", match.group(0))
+        found = self.match(event)
+        if found is not None:
+            return found
         if event.all_day:
             # An all-day entry nobody recognises is a marker, not a chosen activity.
-            return Classification(NOT_AN_ACTION, 0.6, "event_type")
+            return Classification(NOT_AN_ACTION, 0.6, "context", "all-day")
         return Classification(UNCLASSIFIED, 0.0, "none")

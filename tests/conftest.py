@@ -21,7 +21,8 @@ from bridge.store import Store
 from connectors.base import ReadContext
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SAMPLE = Path(__file__).parent.parent / "bridge" / "sample_data"
+ROOT = Path(__file__).parent.parent
+SAMPLE = ROOT / "bridge" / "sample_data"
 BERLIN = ZoneInfo("Europe/Berlin")
 DEMO_NOW = datetime(2026, 11, 19, 8, 40, tzinfo=BERLIN)
 

@@ -3,12 +3,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlmodel import SQLModel
 
 from bridge.errors import StoreError
 from bridge.store import Store, upsert
-from bridge.store.db import schema_version
+from bridge.store.db import _alembic_config, schema_version
 from bridge.store.models import Reading
 
 T0 = datetime(2026, 11, 1, 6, 0, tzinfo=UTC)
@@ -31,9 +32,6 @@ def _row(i: int, value: float = 1.0) -> dict:
 
 
 def test_migrations_build_exactly_the_models(store):
-    from alembic.script import ScriptDirectory
-
-    from bridge.store.db import _alembic_config
 
     head = ScriptDirectory.from_config(_alembic_config(store.engine)).get_current_head()
     assert schema_version(store.engine) == head

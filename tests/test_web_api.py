@@ -213,6 +213,13 @@ def test_a_label_can_be_corrected(demo, memory_keyring):
     assert unknown.status_code == 404 and bad.status_code == 400 and no_csrf.status_code == 403
     with store.session() as s:
         assert s.get(CalendarEvent, ev["id"]).action == "LEARN"
+    # The page's label is a classifier correction: it wins for every "Team standup" now.
+    from bridge.classification import build_classifier, corrections
+
+    (fix,) = corrections(store)
+    assert (fix.title, fix.action, fix.channel) == ("Team standup", "LEARN", "web")
+    result = build_classifier(settings, store).classify("team standup")
+    assert (result.action, result.layer) == ("LEARN", "override")
 
 
 def test_a_loopback_page_refuses_foreign_host_names(demo, memory_keyring):

@@ -217,3 +217,32 @@ class ImplicitWatch(SQLModel, table=True):
     event_id: int
     start_utc: datetime
     seen_at: datetime
+
+
+class ClassifierCorrection(SQLModel, table=True):
+    """A title pattern the person labelled by hand; it wins over every other layer."""
+
+    __tablename__ = "classifier_corrections"
+    __table_args__ = (UniqueConstraint("pattern", name="uq_classifier_corrections_pattern"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    pattern: str = Field(max_length=500)  # mappings.classifier_overrides.title_pattern
+    title: str = Field(sa_column=Column(Text, nullable=False))  # as the person typed it
+    action: str = Field(max_length=24)
+    channel: str = Field(default="cli", max_length=16)  # cli|web
+    created_at: datetime
+    updated_at: datetime
+
+
+class LLMAnswer(SQLModel, table=True):
+    """A cached answer of the optional LLM layer, per normalized title and model."""
+
+    __tablename__ = "classifier_llm_cache"
+    __table_args__ = (UniqueConstraint("model", "title_key", name="uq_classifier_llm_cache"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    model: str = Field(max_length=200)
+    title_key: str = Field(max_length=500)
+    action: str = Field(max_length=24)
+    confidence: float
+    created_at: datetime

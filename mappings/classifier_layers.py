@@ -1,0 +1,111 @@
+"""The layered classifier: corrections, rules, learned model, optional LLM, context.
+
+First confident answer wins; each answer names its layer and carries a confidence. What
+no layer knows is UNCLASSIFIED with confidence 0, never a guess dressed as an answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Protocol
+
+from mappings.actions import NOT_AN_ACTION, UNCLASSIFIED
+from mappings.classifier import Classification, EventInfo, KeywordClassifier
+from mappings.classifier_model import LearnedModel
+from mappings.classifier_overrides import Overrides
+
+MODEL_MIN_CONFIDENCE = 0.5
+LAYERS = ("override", "event_type", "rules", "model", "llm", "context", "none")
+UNKNOWN = Classification(UNCLASSIFIED, 0.0, "none")
+
+
+class LLMLayer(Protocol):
+    """Asks a language model; None when it has no valid, confident answer (or may not ask)."""
+
+    def ask(self, event: EventInfo) -> Classification | None: ...
+
+
+def context_guess(event: EventInfo) -> Classification | None:
+    """What the event's shape says when its title says nothing we know."""
+    if event.all_day:
+        # An all-day entry nobody recognises is a marker, not a chosen activity.
+        return Classification(NOT_AN_ACTION, 0.6, "context", "all-day")
+    if event.transparency == "transparent" and event.attendee_count <= 1:
+        # Shown as free and nobody else invited: a reminder or marker, not a block of time.
+        return Classification(NOT_AN_ACTION, 0.55, "context", "shows as free")
+    if event.attendee_count >= 3:
+        return Classification("ADMIN_WORK", 0.55, "context", f"{event.attendee_count} attendees")
+    long_night = (event.duration_min or 0) >= 300 and event.start_hour is not None
+    if long_night and (event.start_hour >= 21 or event.start_hour <= 1):
+        return Classification("SLEEP", 0.55, "context", "long block overnight")
+    return None
+
+
+class LayeredClassifier:
+    """Stack the layers; any may be left out (None), which the benchmark uses to compare."""
+
+    def __init__(
+        self,
+        rules: KeywordClassifier | None = None,
+        model: LearnedModel | None = None,
+        overrides: Overrides | None = None,
+        llm: LLMLayer | None = None,
+        *,
+        model_min_confidence: float = MODEL_MIN_CONFIDENCE,
+        use_context: bool = True,
+    ) -> None:
+        self.rules = rules
+        self.model = model
+        self.overrides = overrides or Overrides()
+        self.llm = llm
+        self.model_min_confidence = model_min_confidence
+        self.use_context = use_context
+
+    @property
+    def version(self) -> str:
+        """Changes whenever an answer could change: rules, model or corrections."""
+        parts = [
+            self.rules.version if self.rules else "-",
+            self.model.version if self.model else "-",
+            repr(sorted(self.overrides.exact.items())) + repr([c for _, c in self.overrides.wild]),
+            "llm" if self.llm else "-",
+        ]
+        return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+    def classify(self, event: EventInfo | str) -> Classification:
+        return self.classify_many([event])[0]
+
+    def classify_many(self, events: Sequence[EventInfo | str]) -> list[Classification]:
+        """One answer per event, in order; the model scores all undecided titles at once."""
+        infos = [EventInfo(title=e) if isinstance(e, str) else e for e in events]
+        out: list[Classification | None] = [self._before_model(e) for e in infos]
+        todo = [i for i, r in enumerate(out) if r is None]
+        if self.model is not None and todo:
+            for i, (label, p) in zip(
+                todo, self.model.predict([infos[i].title for i in todo]), strict=True
+            ):
+                if label != UNCLASSIFIED and p >= self.model_min_confidence:
+                    out[i] = Classification(label, round(p, 3), "model")
+        return [
+            r if r is not None else self._after_model(e) for r, e in zip(out, infos, strict=True)
+        ]
+
+    def _before_model(self, event: EventInfo) -> Classification | None:
+        found = self.overrides.match(event.title)
+        if found is None and self.rules is not None:
+            found = self.rules.match(event)
+        return found
+
+    def _after_model(self, event: EventInfo) -> Classification:
+        found = self.llm.ask(event) if self.llm is not None and event.title.strip() else None
+        if found is None and self.use_context:
+            found = context_guess(event)
+        return found or UNKNOWN
+
+
+def default_classifier() -> LayeredClassifier:
+    """The bundled rules and model, no corrections, no LLM: usable without the daemon."""
+    from mappings.classifier_model import load
+
+    return LayeredClassifier(rules=KeywordClassifier(), model=load())

@@ -1,0 +1,293 @@
+"""The learned layer: TF-IDF character and word n-grams + a linear model, stored without pickle.
+
+Training uses scikit-learn; the result is exported as one compressed NPZ of plain arrays
+(vocabularies, idf weights, coefficients, labels) loaded with `allow_pickle=False`, and
+scored here with numpy/scipy alone, so loading is fast and loading a file cannot run code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib.resources import files
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+from mappings.actions import UNCLASSIFIED
+from mappings.classifier import LABELS, normalize
+
+FORMAT = "rhythm-bridge/classifier-model@1"
+BUNDLED = "classifier_model.npz"
+# One analyzer per block: (name, sklearn analyzer, n-gram range).
+BLOCKS: tuple[tuple[str, str, tuple[int, int]], ...] = (
+    ("char", "char_wb", (2, 4)),
+    ("word", "word", (1, 2)),
+)
+TOKEN_PATTERN = r"(?u)\b\w+\b"  # single letters and digits count ("1:1", "Q3")
+
+
+class ModelError(ValueError):
+    """The model file is missing, damaged or of another format; the message says which."""
+
+
+_TOKEN = re.compile(TOKEN_PATTERN)
+CHAR_RANGE = BLOCKS[0][2]
+
+
+def _char_grams(word: str) -> list[str]:
+    """The `char_wb` n-grams of one word, exactly as scikit-learn makes them."""
+    padded = f" {word} "
+    lo, hi = CHAR_RANGE
+    out = []
+    for n in range(lo, hi + 1):
+        if n > len(padded):
+            break
+        out.extend(padded[i : i + n] for i in range(len(padded) - n + 1))
+    return out
+
+
+def _tfidf_block(indptr: list[int], cols: list[int], n: int, idf: np.ndarray) -> sparse.csr_matrix:
+    """Rows of n-gram columns -> sublinear tf times idf, l2-normalized per row."""
+    ones = np.ones(len(cols), dtype=np.float64)
+    block = sparse.csr_matrix((ones, cols, indptr), shape=(len(indptr) - 1, n))
+    block.sum_duplicates()
+    block.data = (1.0 + np.log(block.data)) * idf[block.indices]
+    norms = np.sqrt(np.asarray(block.multiply(block).sum(axis=1)).ravel())
+    norms[norms == 0] = 1.0
+    return sparse.diags(1.0 / norms) @ block
+
+
+@dataclass(frozen=True)
+class LearnedModel:
+    labels: tuple[str, ...]
+    vocab: tuple[dict[str, int], ...]  # per block: n-gram -> column
+    idf: tuple[np.ndarray, ...]
+    coef: np.ndarray  # (labels, all columns)
+    intercept: np.ndarray
+    meta: dict[str, Any]
+    _char_cache: dict[str, list[int]] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def version(self) -> str:
+        return str(self.meta.get("digest", ""))
+
+    def features(self, texts: Sequence[str]) -> sparse.csr_matrix:
+        """TF-IDF rows (sublinear tf, l2 per block) for already-normalized texts."""
+        char_vocab, word_vocab = self.vocab
+        cache = self._char_cache
+        if len(cache) > 200_000:  # a long-running daemon sees an open-ended set of words
+            cache.clear()
+        char_ptr, char_cols, word_ptr, word_cols = [0], [], [0], []
+        for text in texts:
+            for w in text.split():
+                hit = cache.get(w)
+                if hit is None:
+                    grams = _char_grams(w)
+                    hit = cache[w] = [i for g in grams if (i := char_vocab.get(g)) is not None]
+                char_cols.extend(hit)
+            char_ptr.append(len(char_cols))
+            toks = _TOKEN.findall(text)
+            word_cols.extend(i for t in toks if (i := word_vocab.get(t)) is not None)
+            word_cols.extend(
+                i for a, b in pairwise(toks) if (i := word_vocab.get(f"{a} {b}")) is not None
+            )
+            word_ptr.append(len(word_cols))
+        return sparse.hstack(
+            [
+                _tfidf_block(char_ptr, char_cols, len(char_vocab), self.idf[0]),
+                _tfidf_block(word_ptr, word_cols, len(word_vocab), self.idf[1]),
+            ],
+            format="csr",
+        )
+
+    def predict_proba(self, titles: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Class probabilities (rows in `labels` order), and which rows had any known n-gram."""
+        matrix = self.features([normalize(t) for t in titles])
+        scores = np.asarray(matrix @ self.coef.T + self.intercept)
+        return softmax(scores, float(self.meta.get("temperature", 1.0))), matrix.getnnz(axis=1) > 0
+
+    def predict(self, titles: Sequence[str]) -> list[tuple[str, float]]:
+        """Best label and its probability per title; UNCLASSIFIED, 0 when nothing is known."""
+        if not titles:
+            return []
+        proba, known = self.predict_proba(titles)
+        best = proba.argmax(axis=1)
+        return [
+            (self.labels[j], float(proba[i, j])) if known[i] else (UNCLASSIFIED, 0.0)
+            for i, j in enumerate(best)
+        ]
+
+
+def softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
+    """Row-wise softmax of decision scores scaled by a fitted temperature."""
+    scaled = scores * temperature
+    scaled -= scaled.max(axis=1, keepdims=True)
+    exp = np.exp(scaled)
+    return exp / exp.sum(axis=1, keepdims=True)
+
+
+def _fit_temperature(clf: Any, matrix: sparse.csr_matrix, labels: list[str]) -> float:
+    """The scale that turns held-out decision scores into the best-calibrated probabilities."""
+    from sklearn.base import clone
+    from sklearn.model_selection import KFold, cross_val_predict
+
+    if len(labels) < 20:
+        return 1.0
+    folds = KFold(5, shuffle=True, random_state=0)
+    scores = cross_val_predict(clone(clf), matrix, labels, cv=folds, method="decision_function")
+    truth = np.searchsorted(np.asarray(sorted(set(labels))), labels)
+    best, best_loss = 1.0, float("inf")
+    for t in np.arange(0.5, 15.01, 0.25):
+        proba = softmax(scores, float(t))
+        loss = -float(np.mean(np.log(proba[np.arange(len(labels)), truth] + 1e-12)))
+        if loss < best_loss:
+            best, best_loss = float(t), loss
+    return best
+
+
+def read_labelled(path: Path | str) -> list[tuple[str, str]]:
+    """(title, label) pairs from a `title<TAB>label` file; `#` lines are comments."""
+    path = Path(path)
+    pairs = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        title, sep, label = line.rpartition("\t")
+        if not sep or label.strip() not in LABELS:
+            raise ModelError(f"{path}:{n}: expected 'title<TAB>label', got {line!r}")
+        pairs.append((title.strip(), label.strip()))
+    return pairs
+
+
+def bundled_training_set() -> Path:
+    return Path(str(files("mappings").joinpath("classifier_data", "train.tsv")))
+
+
+def make_vectorizers() -> list[Any]:
+    """The scikit-learn vectorizers whose fitted state `LearnedModel.features` reproduces."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return [
+        TfidfVectorizer(
+            analyzer=kind,
+            ngram_range=rng,
+            lowercase=False,
+            token_pattern=TOKEN_PATTERN if kind == "word" else None,
+            sublinear_tf=True,
+        )
+        for _, kind, rng in BLOCKS
+    ]
+
+
+def train(
+    pairs: Iterable[tuple[str, str]], *, extra_weight: Iterable[tuple[str, str]] = ()
+) -> LearnedModel:
+    """Fit the model on labelled titles; `extra_weight` pairs (corrections) count thrice."""
+    from sklearn.svm import LinearSVC
+
+    base = list(pairs)
+    heavy = list(extra_weight)
+    rows = base + heavy * 3
+    if len({label for _, label in rows}) < 2:
+        raise ModelError("training needs titles of at least two labels")
+    texts = [normalize(t) for t, _ in rows]
+    labels = [label for _, label in rows]
+    vectorizers = make_vectorizers()
+    matrix = sparse.hstack([v.fit_transform(texts) for v in vectorizers], format="csr")
+    clf = LinearSVC(C=1.0, random_state=0)
+    temperature = _fit_temperature(clf, matrix, labels)
+    clf.fit(matrix, labels)
+    vocab = tuple(
+        {str(k): int(i) for k, i in sorted(v.vocabulary_.items(), key=lambda kv: kv[1])}
+        for v in vectorizers
+    )
+    digest = hashlib.sha256(
+        json.dumps(sorted(base) + sorted(heavy), ensure_ascii=False).encode()
+    ).hexdigest()[:16]
+    meta = {
+        "format": FORMAT,
+        "digest": digest,
+        "examples": len(base),
+        "corrections": len(heavy),
+        "corrections_digest": corrections_digest(heavy),
+        "temperature": temperature,
+    }
+    return LearnedModel(
+        labels=tuple(str(c) for c in clf.classes_),
+        vocab=vocab,
+        idf=tuple(np.asarray(v.idf_, dtype=np.float64) for v in vectorizers),
+        coef=np.asarray(clf.coef_, dtype=np.float64),
+        intercept=np.asarray(clf.intercept_, dtype=np.float64),
+        meta=meta,
+    )
+
+
+def corrections_digest(corrections: Iterable[tuple[str, str]]) -> str:
+    """A short fingerprint of a set of corrections, to know when a retrain is due."""
+    data = json.dumps(sorted(corrections), ensure_ascii=False).encode()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def save(model: LearnedModel, path: Path) -> Path:
+    """Write the model as a compressed NPZ of plain arrays (atomically)."""
+    arrays: dict[str, np.ndarray] = {
+        "meta": np.array(json.dumps(model.meta, sort_keys=True)),
+        "labels": np.array(model.labels),
+        "coef": model.coef.astype(np.float32),
+        "intercept": model.intercept,
+    }
+    for (name, _, _), vocab, idf in zip(BLOCKS, model.vocab, model.idf, strict=True):
+        arrays[f"vocab_{name}"] = np.array(list(vocab), dtype=str)
+        arrays[f"idf_{name}"] = idf.astype(np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as fh:
+        np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]
+    tmp.replace(path)
+    return path
+
+
+def load(path: Path | None = None) -> LearnedModel:
+    """Load a model saved by `save` (default: the bundled one); never unpickles."""
+    source = path or Path(str(files("mappings").joinpath(BUNDLED)))
+    return _load_cached(str(source), _mtime(source))
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+@lru_cache(maxsize=4)
+def _load_cached(source: str, _mtime: float) -> LearnedModel:
+    try:
+        with np.load(source, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            if meta.get("format") != FORMAT:
+                raise ModelError(f"{source}: not a {FORMAT} file; retrain with train-classifier")
+            vocab = tuple(
+                {str(g): i for i, g in enumerate(data[f"vocab_{name}"].tolist())}
+                for name, _, _ in BLOCKS
+            )
+            return LearnedModel(
+                labels=tuple(str(x) for x in data["labels"].tolist()),
+                vocab=vocab,
+                idf=tuple(data[f"idf_{name}"].astype(np.float64) for name, _, _ in BLOCKS),
+                coef=data["coef"].astype(np.float64),
+                intercept=data["intercept"].astype(np.float64),
+                meta=meta,
+            )
+    except (OSError, KeyError, ValueError) as err:
+        if isinstance(err, ModelError):
+            raise
+        raise ModelError(f"{source}: cannot load classifier model: {err}") from None
