@@ -146,11 +146,11 @@ def signal_inputs(readings: Readings, sl: SlotArrays) -> list[InputArray]:
         sources = res.sources
 
         def baseline(i: int, sources: dict = sources) -> dict[str, float]:
-            return {
-                f"{label}_median": float(center[i])
-                for label, (mean, center) in sources.items()
-                if not np.isnan(mean[i])
-            }
+            spoke = [(k, m[i], c[i]) for k, (m, c) in sources.items() if not np.isnan(m[i])]
+            out = {f"{label}_median": float(center) for label, _, center in spoke}
+            if len(spoke) > 1:  # the value is per source then
+                out.update({f"{label}_latest": float(mean) for label, mean, _ in spoke})
+            return out
 
         out.append(
             InputArray(signal.name, res.score, res.confidence, res.raw, signal.unit, baseline)

@@ -138,6 +138,7 @@ def score_signal(
         return SignalResult(
             np.where(count > 0, total_score / count, np.nan),
             np.where(count > 0, total_conf / count, np.nan),
-            np.where(count > 0, total_raw / count, np.nan),
+            # One number only when one source spoke: SDNN and RMSSD are never averaged.
+            np.where(count == 1, total_raw, np.nan),
             sources,
         )

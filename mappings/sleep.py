@@ -83,7 +83,11 @@ def sessions(readings: Readings) -> pd.DataFrame:
     )
     _stages(rec, out)
     out.loc[out["staged"], "confidence"] = 1.0
-    local_mid = out["local_end"].to_numpy() - (out["end"] - out["start"]).to_numpy() // 2
+    # The midpoint is of the time asleep (onset to final wake), not of the time in bed.
+    sleeping = rec[asleep_mask].groupby("session").agg(onset=("start", "min"), wake=("end", "max"))
+    onset = sleeping["onset"].reindex(out.index).fillna(out["start"]).to_numpy(dtype=np.int64)
+    wake = sleeping["wake"].reindex(out.index).fillna(out["end"]).to_numpy(dtype=np.int64)
+    local_mid = out["local_end"].to_numpy() - (out["end"].to_numpy() - (onset + wake) // 2)
     # Minutes since the local noon before: midnight is 720, 03:00 is 900.
     out["midpoint_min"] = ((local_mid - 12 * NS_PER_HOUR) % NS_PER_DAY) / NS_PER_MIN
     out["wake_day"] = epoch_day(out["local_end"].to_numpy())
