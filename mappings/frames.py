@@ -139,10 +139,13 @@ class Readings:
             )
             table = table.iloc[order]
         self.table = table.reset_index(drop=True)
+        self._by_metric = {str(m): g for m, g in self.table.groupby("metric", sort=False)}
 
     def metric(self, *names: str) -> pd.DataFrame:
-        t = self.table
-        return t[t["metric"].isin(names)]
+        found = [self._by_metric[n] for n in names if n in self._by_metric]
+        if len(found) == 1:
+            return found[0]
+        return pd.concat(found) if found else self.table.iloc[:0]
 
 
 class Events:

@@ -208,6 +208,7 @@ def activity_inputs(
         minutes = np.where(
             np.isnan(minutes), (end - frame["start"].to_numpy()) / NS_PER_MIN, minutes
         )
+        minutes = np.clip(minutes, 0.0, None)  # a negative duration is a broken record
         cum = Cumulative(end, minutes)
         total, _ = cum.window(sl.as_of - window_days * NS_PER_DAY, sl.as_of)
         _, recent = cum.window(sl.as_of - PRESENCE_DAYS * NS_PER_DAY, sl.as_of)

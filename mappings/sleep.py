@@ -52,6 +52,7 @@ def _empty() -> pd.DataFrame:
 def sessions(readings: Readings) -> pd.DataFrame:
     """Every sleep session (all sources merged) with its features, one row per session."""
     s = readings.metric("sleep")
+    s = s[s["end"] > s["start"]]  # an instant says nothing about sleep
     if s.empty:
         return _empty()
     start, end = s["start"].to_numpy(), s["end"].to_numpy()
@@ -109,24 +110,26 @@ def _stages(rec: pd.DataFrame, out: pd.DataFrame) -> None:
     out["stage_origin"] = ""
     if st.empty:
         return
-    # Per (session, origin, stage) union; then pick the origin with most staged minutes.
-    key = pd.MultiIndex.from_arrays([st["session"], st["origin"], st["label"]])
-    codes, uniques = pd.factorize(key)
-    lengths = union_length(codes, st["start"].to_numpy(), st["end"].to_numpy())
-    per = pd.Series(lengths.to_numpy(), index=uniques[lengths.index.to_numpy()]) / NS_PER_MIN
-    table = per.unstack(level=2, fill_value=0.0)
-    for stage in STAGES:
-        if stage not in table.columns:
-            table[stage] = 0.0
-    table["total"] = table[list(STAGES)].sum(axis=1)
-    table = table.reset_index().rename(columns={"level_0": "session", "level_1": "origin"})
+    # Per (session, origin) pair and stage: the union of its intervals, in minutes.
+    pair, pairs = pd.factorize(
+        pd.MultiIndex.from_arrays([st["session"].to_numpy(), st["origin"].to_numpy()])
+    )
+    stage = pd.Index(STAGES).get_indexer(st["label"].to_numpy())
+    lengths = union_length(pair * len(STAGES) + stage, st["start"].to_numpy(), st["end"].to_numpy())
+    minutes = np.zeros(len(pairs) * len(STAGES))
+    minutes[lengths.index.to_numpy()] = lengths.to_numpy() / NS_PER_MIN
+    minutes = minutes.reshape(len(pairs), len(STAGES))
+    table = pd.DataFrame(minutes, columns=list(STAGES))
+    table["session"] = pairs.get_level_values(0).to_numpy()
+    table["origin"] = pairs.get_level_values(1).to_numpy()
+    table["total"] = minutes.sum(axis=1)
     table = table.sort_values(["session", "total", "origin"], ascending=[True, False, True])
     best = table.groupby("session").head(1).set_index("session")
     idx = best.index.to_numpy()
+    total = best["total"].clip(lower=1e-9).to_numpy()
     out.loc[idx, "deep_min"] = best["deep"].to_numpy()
     out.loc[idx, "rem_min"] = best["rem"].to_numpy()
     out.loc[idx, "core_min"] = best["core"].to_numpy()
-    total = best["total"].clip(lower=1e-9).to_numpy()
     out.loc[idx, "deep_share"] = best["deep"].to_numpy() / total
     out.loc[idx, "rem_share"] = best["rem"].to_numpy() / total
     out.loc[idx, "staged"] = True
@@ -143,6 +146,8 @@ def nightly(readings: Readings) -> pd.DataFrame:
         ["wake_day", "asleep_min", "end"], ascending=[True, False, True]
     )
     main = main.groupby("wake_day").head(1).set_index("wake_day").sort_index()
+    if main.empty:  # only naps
+        return _empty()
     main["nap_min"] = naps.reindex(main.index).fillna(0.0)
     mid = main["midpoint_min"].reindex(range(int(main.index.min()), int(main.index.max()) + 1))
     usual = mid.shift(1).rolling(REGULARITY_NIGHTS, min_periods=3).median()
