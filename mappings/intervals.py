@@ -23,11 +23,26 @@ def merge(
         return g, s, e
     order = np.lexsort((e, s, g))
     g, s, e = g[order], s[order], e[order]
-    run_max = pd.Series(e).groupby(g).cummax().to_numpy()
+    run_max = _group_cummax(g, s, e)
     new = np.ones(len(s), dtype=bool)
     new[1:] = (g[1:] != g[:-1]) | (s[1:] > run_max[:-1] + gap)
     first = np.flatnonzero(new)
     return g[first], s[first], np.maximum.reduceat(e, first)
+
+
+def _group_cummax(g: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Running max of `e` within each group (rows sorted by group, then start)."""
+    first = np.r_[True, g[1:] != g[:-1]]
+    rank = np.cumsum(first) - 1
+    base = s[first][rank]  # each group's earliest start
+    rel = e - base
+    size = int(rel.max()) + 1
+    if (int(rank[-1]) + 1) * size < 2**62:
+        # Lift each group above the previous one, so one global running max never
+        # carries a value across groups.
+        lift = rank.astype(np.int64) * size
+        return np.maximum.accumulate(lift + rel) - lift + base
+    return pd.Series(e).groupby(g).cummax().to_numpy()
 
 
 def union_length(groups: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pd.Series:

@@ -3,11 +3,13 @@
 Sleep records from every source are grouped into sessions (records closer than an hour
 belong together). A session belongs to the local day its last record ends on, in the zone
 it was measured in, so a night crossing midnight, a DST night and a night abroad all land
-on the day the person woke up. The day's main sleep is its longest session that is not a
-nap (under 3 hours asleep, starting between 09:00 and 20:00 local); naps are reported
-apart. Overlapping sources are merged, not summed: asleep minutes are the union of every
-source's asleep intervals, and stage shares come from the one source with the most staged
-minutes that night, never a blend of two devices' stagings.
+on the day the person woke up (a sleep ending after 18:00 counts for the next day: an
+early night that ended before midnight is still the next morning's night). The day's main
+sleep is its longest session that is not a nap (under 3 hours asleep, starting between
+09:00 and 20:00 local); naps are reported apart. Overlapping sources are merged, not
+summed: asleep minutes are the union of every source's asleep intervals, and stage shares
+come from the one source with the most staged minutes that night, never a blend of two
+devices' stagings.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ SESSION_GAP = 60 * NS_PER_MIN
 NAP_MAX_ASLEEP_MIN = 180
 NAP_HOURS = (9, 20)  # a short sleep starting in this local window is a nap
 REGULARITY_NIGHTS = 14
+EARLY_NIGHT_SHIFT = 6 * NS_PER_HOUR
 
 COLUMNS = [
     "start",
@@ -49,6 +52,14 @@ def _empty() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=float) for c in COLUMNS})
 
 
+def _per_session(sid: np.ndarray, n: int, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Minutes covered per session by the union of the given intervals."""
+    out = np.zeros(n)
+    lengths = union_length(sid, s, e)
+    out[lengths.index.to_numpy()] = lengths.to_numpy() / NS_PER_MIN
+    return out
+
+
 def sessions(readings: Readings) -> pd.DataFrame:
     """Every sleep session (all sources merged) with its features, one row per session."""
     s = readings.metric("sleep")
@@ -56,84 +67,100 @@ def sessions(readings: Readings) -> pd.DataFrame:
     if s.empty:
         return _empty()
     start, end = s["start"].to_numpy(), s["end"].to_numpy()
-    zeros = np.zeros(len(s), dtype=np.int64)
-    _, ses_s, ses_e = merge(zeros, start, end, gap=SESSION_GAP)
-    if len(ses_s) == 0:
-        return _empty()
+    local, label = s["local_end"].to_numpy(), s["label"].to_numpy()
+    _, ses_s, ses_e = merge(np.zeros(len(s), dtype=np.int64), start, end, gap=SESSION_GAP)
+    n = len(ses_s)
     sid = np.searchsorted(ses_s, start, side="right") - 1
-    rec = s.assign(session=sid)
-    last = (
-        rec.sort_values(["session", "end", "local_end"], kind="stable").groupby("session").tail(1)
-    )
-    local_end = pd.Series(last["local_end"].to_numpy(), index=last["session"].to_numpy())
-    out = pd.DataFrame({"start": ses_s, "end": ses_e}, index=np.arange(len(ses_s)))
-    out["local_end"] = local_end.reindex(out.index).to_numpy()
-    sid_all = rec["session"].to_numpy()
-    in_bed = union_length(sid_all, start, end)
-    asleep_mask = rec["label"].isin(ASLEEP).to_numpy()
-    asleep = union_length(sid_all[asleep_mask], start[asleep_mask], end[asleep_mask])
-    out["in_bed_min"] = in_bed.reindex(out.index).fillna(0).to_numpy() / NS_PER_MIN
-    out["asleep_min"] = asleep.reindex(out.index).fillna(0).to_numpy() / NS_PER_MIN
-    out["confidence"] = 0.8
-    estimated = out["asleep_min"] <= 0
+    # Each session's local end: that of its last-ending record (in that record's zone).
+    order = np.lexsort((local, end, sid))
+    last = order[np.r_[sid[order][1:] != sid[order][:-1], True]]
+    local_end = local[last]
+    in_bed = _per_session(sid, n, start, end)
+    is_asleep = np.isin(label, ASLEEP)
+    asleep = _per_session(sid[is_asleep], n, start[is_asleep], end[is_asleep])
     # Only "in bed" known: an estimate, trusted less.
-    out.loc[estimated, "asleep_min"] = out.loc[estimated, "in_bed_min"] * 0.9
-    out.loc[estimated, "confidence"] = 0.5
-    out["efficiency"] = np.where(
-        estimated, np.nan, out["asleep_min"] / out["in_bed_min"].clip(lower=1e-9)
-    )
-    _stages(rec, out)
-    out.loc[out["staged"], "confidence"] = 1.0
+    estimated = asleep <= 0
+    asleep = np.where(estimated, in_bed * 0.9, asleep)
+    confidence = np.where(estimated, 0.5, 0.8)
+    efficiency = np.where(estimated, np.nan, asleep / np.maximum(in_bed, 1e-9))
     # The midpoint is of the time asleep (onset to final wake), not of the time in bed.
-    sleeping = rec[asleep_mask].groupby("session").agg(onset=("start", "min"), wake=("end", "max"))
-    onset = sleeping["onset"].reindex(out.index).fillna(out["start"]).to_numpy(dtype=np.int64)
-    wake = sleeping["wake"].reindex(out.index).fillna(out["end"]).to_numpy(dtype=np.int64)
-    local_mid = out["local_end"].to_numpy() - (out["end"].to_numpy() - (onset + wake) // 2)
-    # Minutes since the local noon before: midnight is 720, 03:00 is 900.
-    out["midpoint_min"] = ((local_mid - 12 * NS_PER_HOUR) % NS_PER_DAY) / NS_PER_MIN
-    out["wake_day"] = epoch_day(out["local_end"].to_numpy())
-    start_hour = (
-        (out["local_end"].to_numpy() - (out["end"] - out["start"]).to_numpy()) % NS_PER_DAY
-    ) / NS_PER_HOUR
-    out["nap"] = (out["asleep_min"] < NAP_MAX_ASLEEP_MIN).to_numpy() & (
-        (start_hour >= NAP_HOURS[0]) & (start_hour < NAP_HOURS[1])
+    onset, wake = ses_s.copy(), ses_e.copy()
+    if is_asleep.any():
+        lo = np.full(n, np.iinfo(np.int64).max)
+        hi = np.full(n, np.iinfo(np.int64).min)
+        np.minimum.at(lo, sid[is_asleep], start[is_asleep])
+        np.maximum.at(hi, sid[is_asleep], end[is_asleep])
+        seen = hi > np.iinfo(np.int64).min
+        onset, wake = np.where(seen, lo, onset), np.where(seen, hi, wake)
+    local_mid = local_end - (ses_e - (onset + wake) // 2)
+    local_start = local_end - (ses_e - ses_s)
+    start_hour = (local_start % NS_PER_DAY) / NS_PER_HOUR
+    out = pd.DataFrame(
+        {
+            "start": ses_s,
+            "end": ses_e,
+            "local_end": local_end,
+            "in_bed_min": in_bed,
+            "asleep_min": asleep,
+            "efficiency": efficiency,
+            "confidence": confidence,
+            # Minutes since the local noon before: midnight is 720, 03:00 is 900.
+            "midpoint_min": ((local_mid - 12 * NS_PER_HOUR) % NS_PER_DAY) / NS_PER_MIN,
+            # A session ending after 18:00 was an early night: it counts for the next day.
+            "wake_day": epoch_day(local_end + EARLY_NIGHT_SHIFT),
+            "nap": (asleep < NAP_MAX_ASLEEP_MIN)
+            & (start_hour >= NAP_HOURS[0])
+            & (start_hour < NAP_HOURS[1]),
+        }
     )
+    _stages(s, sid, out)
     return out
 
 
-def _stages(rec: pd.DataFrame, out: pd.DataFrame) -> None:
+def _stages(s: pd.DataFrame, sid: np.ndarray, out: pd.DataFrame) -> None:
     """Stage minutes and shares of each session, from its best-staged source."""
-    st = rec[rec["label"].isin(STAGES)]
-    for col in ("deep_min", "rem_min", "core_min", "deep_share", "rem_share"):
-        out[col] = np.nan
-    out["staged"] = False
-    out["stage_origin"] = ""
-    if st.empty:
-        return
-    # Per (session, origin) pair and stage: the union of its intervals, in minutes.
-    pair, pairs = pd.factorize(
-        pd.MultiIndex.from_arrays([st["session"].to_numpy(), st["origin"].to_numpy()])
+    n = len(out)
+    cols = {c: np.full(n, np.nan) for c in ("deep_min", "rem_min", "core_min")}
+    staged = np.zeros(n, dtype=bool)
+    origin = np.full(n, "", dtype=object)
+    is_stage = s["label"].isin(STAGES).to_numpy()
+    if is_stage.any():
+        st_sid = sid[is_stage]
+        st_origin = s["origin"].to_numpy()[is_stage]
+        # Per (session, origin) pair and stage: the union of its intervals, in minutes.
+        origin_code, origin_names = pd.factorize(st_origin, sort=True)
+        pair = st_sid * len(origin_names) + origin_code
+        pairs, pair_idx = np.unique(pair, return_inverse=True)
+        stage = pd.Index(STAGES).get_indexer(s["label"].to_numpy()[is_stage])
+        lengths = union_length(
+            pair_idx * len(STAGES) + stage,
+            s["start"].to_numpy()[is_stage],
+            s["end"].to_numpy()[is_stage],
+        )
+        minutes = np.zeros(len(pairs) * len(STAGES))
+        minutes[lengths.index.to_numpy()] = lengths.to_numpy() / NS_PER_MIN
+        minutes = minutes.reshape(len(pairs), len(STAGES))
+        total = minutes.sum(axis=1)
+        p_sid, p_origin = pairs // len(origin_names), pairs % len(origin_names)
+        # Best per session: most staged minutes, then the first origin by name.
+        order = np.lexsort((p_origin, -total, p_sid))
+        best = order[np.r_[True, p_sid[order][1:] != p_sid[order][:-1]]]
+        where = p_sid[best]
+        for i, c in enumerate(STAGES):
+            cols[f"{c}_min"][where] = minutes[best, i]
+        staged[where] = True
+        origin[where] = np.asarray(origin_names)[p_origin[best]]
+    out["deep_min"], out["rem_min"], out["core_min"] = (
+        cols["deep_min"],
+        cols["rem_min"],
+        cols["core_min"],
     )
-    stage = pd.Index(STAGES).get_indexer(st["label"].to_numpy())
-    lengths = union_length(pair * len(STAGES) + stage, st["start"].to_numpy(), st["end"].to_numpy())
-    minutes = np.zeros(len(pairs) * len(STAGES))
-    minutes[lengths.index.to_numpy()] = lengths.to_numpy() / NS_PER_MIN
-    minutes = minutes.reshape(len(pairs), len(STAGES))
-    table = pd.DataFrame(minutes, columns=list(STAGES))
-    table["session"] = pairs.get_level_values(0).to_numpy()
-    table["origin"] = pairs.get_level_values(1).to_numpy()
-    table["total"] = minutes.sum(axis=1)
-    table = table.sort_values(["session", "total", "origin"], ascending=[True, False, True])
-    best = table.groupby("session").head(1).set_index("session")
-    idx = best.index.to_numpy()
-    total = best["total"].clip(lower=1e-9).to_numpy()
-    out.loc[idx, "deep_min"] = best["deep"].to_numpy()
-    out.loc[idx, "rem_min"] = best["rem"].to_numpy()
-    out.loc[idx, "core_min"] = best["core"].to_numpy()
-    out.loc[idx, "deep_share"] = best["deep"].to_numpy() / total
-    out.loc[idx, "rem_share"] = best["rem"].to_numpy() / total
-    out.loc[idx, "staged"] = True
-    out.loc[idx, "stage_origin"] = best["origin"].to_numpy()
+    staged_total = out["deep_min"] + out["rem_min"] + out["core_min"]
+    out["deep_share"] = out["deep_min"] / staged_total.clip(lower=1e-9)
+    out["rem_share"] = out["rem_min"] / staged_total.clip(lower=1e-9)
+    out["staged"] = staged
+    out["stage_origin"] = origin
+    out.loc[staged, "confidence"] = 1.0
 
 
 def nightly(readings: Readings) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from tests.conftest import BERLIN
 
 TOKYO = ZoneInfo("Asia/Tokyo")
 NEW_YORK = ZoneInfo("America/New_York")
+HONOLULU = ZoneInfo("Pacific/Honolulu")
 
 
 def row(metric, start, end, value=None, label="", origin="Watch", zone=None):
@@ -62,25 +63,39 @@ def test_a_dst_night_is_measured_in_real_minutes_and_lands_on_the_wake_day():
     assert sleep_input(spring, SlotKey(date(2026, 3, 28), 3), local(2026, 3, 29, 4, 59)) is None
 
 
-def test_a_night_in_tokyo_lands_on_the_day_the_person_woke_up_there():
-    # 23:00 -> 07:00 in Tokyo is 15:00 -> 23:00 in Berlin, the day before.
+def test_nights_abroad_land_on_the_day_the_person_woke_up_there():
+    # Tokyo: 23:00 -> 07:00 local is 15:00 -> 23:00 in Berlin, the day before.
+    tokyo = frame(
+        [
+            row(
+                "sleep",
+                local(2026, 11, 17, 23, tz=TOKYO),
+                local(2026, 11, 18, 7, tz=TOKYO),
+                label="asleep",
+                zone=TOKYO,
+            )
+        ]
+    )
+    assert list(nightly(Readings(tokyo, BERLIN)).index) == [epoch(date(2026, 11, 18))]
+    got = sleep_input(tokyo, SlotKey(date(2026, 11, 18), 0), local(2026, 11, 18, 9))
+    assert got["value"] == pytest.approx(480.0)
+    # Honolulu: 23:00 -> 07:00 local is 10:00 -> 18:00 in Berlin on the 18th.
     night = [
         row(
             "sleep",
-            local(2026, 11, 17, 23, tz=TOKYO),
-            local(2026, 11, 18, 7, tz=TOKYO),
+            local(2026, 11, 17, 23, tz=HONOLULU),
+            local(2026, 11, 18, 7, tz=HONOLULU),
             label="asleep",
-            zone=TOKYO,
+            zone=HONOLULU,
         )
     ]
-    readings = frame(night)
-    table = nightly(Readings(readings, BERLIN))
-    assert list(table.index) == [epoch(date(2026, 11, 18))]
-    got = sleep_input(readings, SlotKey(date(2026, 11, 18), 0), local(2026, 11, 18, 9))
+    assert list(nightly(Readings(frame(night), BERLIN)).index) == [epoch(date(2026, 11, 18))]
+    got = sleep_input(frame(night), SlotKey(date(2026, 11, 18), 2), local(2026, 11, 18, 20))
     assert got["value"] == pytest.approx(480.0)
-    # Without its own offset the same night would be read in Berlin time: the 17th.
+    # Read in Berlin time instead (no offset of its own), it would be an evening sleep
+    # ending at 18:00: the next day's night.
     home = frame([(*night[0][:-1], None)])
-    assert list(nightly(Readings(home, BERLIN)).index) == [epoch(date(2026, 11, 17))]
+    assert list(nightly(Readings(home, BERLIN)).index) == [epoch(date(2026, 11, 19))]
 
 
 def test_a_night_in_new_york_is_seen_once_the_person_wakes():

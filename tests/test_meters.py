@@ -328,7 +328,7 @@ def _arbitrary(rrows, erows):
     )
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(rrows=reading_rows, erows=event_rows, slot=st.integers(0, 3))
 def test_any_input_gives_meters_in_range_or_null_with_a_reason(rrows, erows, slot):
     readings, events = _arbitrary(rrows, erows)
@@ -346,7 +346,7 @@ def test_any_input_gives_meters_in_range_or_null_with_a_reason(rrows, erows, slo
                 assert 0.0 <= item["score"] <= 1.0 and 0.0 <= item["confidence"] <= 1.0
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(rrows=reading_rows, erows=event_rows, seed=st.integers(0, 2**16))
 def test_arbitrary_rows_in_any_order_or_repeated_give_the_same_meters(rrows, erows, seed):
     readings, events = _arbitrary(rrows, erows)
@@ -367,7 +367,7 @@ def test_arbitrary_rows_in_any_order_or_repeated_give_the_same_meters(rrows, ero
         }
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(
     bed=st.floats(-4, 1),
     hours=st.floats(2, 9),
