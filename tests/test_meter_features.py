@@ -298,3 +298,32 @@ def test_a_meter_is_half_plus_its_effects_and_the_explanation_says_so():
     text = "\n".join(explain_slot(doc))
     assert "- sleep_duration   5.0 h" in text and "resting_hr" in text and "(your usual 62)" in text
     assert "progress    —     no calendar events" in text
+
+
+def test_daily_features_keep_hrv_methods_and_sources_apart():
+    from mappings.daily import daily_features
+
+    readings = frame(
+        [
+            row("sleep", local(2026, 11, 17, 23), local(2026, 11, 18, 7), label="asleep"),
+            row("hrv_sdnn", local(2026, 11, 18, 3), local(2026, 11, 18, 3, 1), 48.0),
+            row("hrv_sdnn", local(2026, 11, 18, 4), local(2026, 11, 18, 4, 1), 52.0),
+            row("hrv_rmssd", local(2026, 11, 18, 6), local(2026, 11, 18, 6), 35.0, origin="WHOOP"),
+            row("resting_hr", local(2026, 11, 18, 6), local(2026, 11, 18, 6), 55.0),
+            row("steps", local(2026, 11, 18, 10), local(2026, 11, 18, 11), 1000.0),
+            row("steps", local(2026, 11, 18, 10), local(2026, 11, 18, 11), 900.0, origin="iPhone"),
+            row("mindful", local(2026, 11, 18, 12), local(2026, 11, 18, 12, 10), 10.0),
+            row(
+                "workout",
+                local(2026, 11, 18, 18),
+                local(2026, 11, 18, 18, 45),
+                None,
+                label="running",
+            ),
+        ]
+    )
+    day = daily_features(readings, tz=BERLIN).loc[date(2026, 11, 18)]
+    assert day["sleep_asleep_min"] == 480.0
+    assert day["hrv_sdnn:Watch"] == 50.0 and day["hrv_rmssd:WHOOP"] == 35.0
+    assert day["resting_hr"] == 55.0 and day["steps"] == 1000.0
+    assert day["mindful_min"] == 10.0 and day["workout_min"] == 45.0
