@@ -27,6 +27,16 @@ from mappings.slots import DEFAULT_BOUNDARIES
 
 EPOCH = date(1970, 1, 1)
 MEAN_METRICS = ("resting_hr", "stress", "recovery", "body_battery")
+SLEEP_COLUMNS = (
+    "asleep_min",
+    "in_bed_min",
+    "efficiency",
+    "deep_share",
+    "rem_share",
+    "midpoint_min",
+    "regularity_min",
+    "nap_min",
+)
 SUM_METRICS = {"mindful": "mindful_min", "workout": "workout_min"}
 
 
@@ -41,19 +51,8 @@ def daily_features(
     r = Readings(readings, tz)
     columns: dict[str, pd.Series] = {}
     night = sleep_features.nightly(r)
-    for col in (
-        "asleep_min",
-        "in_bed_min",
-        "efficiency",
-        "deep_share",
-        "rem_share",
-        "midpoint_min",
-        "regularity_min",
-        "nap_min",
-    ):
-        columns[f"sleep_{col.removesuffix('_min')}" + ("_min" if col.endswith("_min") else "")] = (
-            night[col].astype(float)
-        )
+    for col in SLEEP_COLUMNS:
+        columns[f"sleep_{col}"] = night[col].astype(float)
     for metric in ("hrv_sdnn", "hrv_rmssd", *MEAN_METRICS):
         frame = r.metric(metric)
         frame = (
