@@ -68,8 +68,9 @@ class CalendarFeatures:
         }
         self.credit = rules.focus_credit
         self.social_start = np.sort(timed[timed["action"].isin(SOCIAL)]["start"].to_numpy())
-        titles = t["title"].astype(str)
-        hits = t[titles.str.contains(rules.deadline_pattern, regex=True)]
+        unique, codes = np.unique(t["title"].astype(str).to_numpy(), return_inverse=True)
+        is_deadline = np.array([bool(rules.deadline_pattern.search(x)) for x in unique], bool)
+        hits = t[is_deadline[codes]] if len(t) else t
         # An all-day deadline is due at the end of its day; a timed one at its start.
         due = np.where(
             hits["all_day"].to_numpy(dtype=bool), hits["end"].to_numpy(), hits["start"].to_numpy()

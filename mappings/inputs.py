@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 import numpy as np
-import pandas as pd
 
 from mappings import sleep as sleep_features
 from mappings import steps as step_features
@@ -53,8 +52,11 @@ class SlotArrays:
     tz_offset: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
+_EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _ns(dt: datetime) -> int:
-    return int(pd.Timestamp(dt).as_unit("ns").value)
+    return (dt - _EPOCH_UTC) // timedelta(microseconds=1) * 1000
 
 
 def slot_arrays(
@@ -143,13 +145,16 @@ def signal_inputs(readings: Readings, sl: SlotArrays) -> list[InputArray]:
         res = score_signal(readings, signal, sl.as_of, sl.tz_offset)
         if not res.sources:
             continue
-        sources = res.sources
+        spoke = [
+            (label, mean.tolist(), np.round(center, 3).tolist())
+            for label, (mean, center) in res.sources.items()
+        ]
 
-        def baseline(i: int, sources: dict = sources) -> dict[str, float]:
-            spoke = [(k, m[i], c[i]) for k, (m, c) in sources.items() if not np.isnan(m[i])]
-            out = {f"{label}_median": float(center) for label, _, center in spoke}
-            if len(spoke) > 1:  # the value is per source then
-                out.update({f"{label}_latest": float(mean) for label, mean, _ in spoke})
+        def baseline(i: int, spoke: list = spoke) -> dict[str, float]:
+            here = [(label, m[i], c[i]) for label, m, c in spoke if m[i] == m[i]]
+            out = {f"{label}_median": center for label, _, center in here}
+            if len(here) > 1:  # the value is per source then
+                out.update({f"{label}_latest": round(mean, 3) for label, mean, _ in here})
             return out
 
         out.append(
@@ -185,7 +190,7 @@ def activity_inputs(
         conf = np.where(personal, np.minimum(1.0, days / 14), 0.4) * fraction
         ratio = done / np.maximum(usual * fraction, 1.0)
         has = (records > 0) & (fraction >= 0.05)
-        usual_list = usual.tolist()
+        usual_list = np.round(usual, 3).tolist()
         out.append(
             InputArray(
                 "steps",

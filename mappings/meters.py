@@ -110,37 +110,40 @@ class SlotMeters:
     mapping_version: str = ""
 
 
-def _lists(inp: InputArray) -> tuple[list[float], list[float], list[float]]:
-    return (
-        np.round(inp.score, 4).tolist(),
-        np.round(np.nan_to_num(inp.confidence, nan=0.0), 3).tolist(),
-        np.round(inp.raw, 3).tolist(),
-    )
+@dataclass
+class _Combined:
+    """One meter over all slots: value and confidence lists (NaN = null), and per input
+    its effect list (NaN where the input had no evidence)."""
+
+    value: list[float]
+    confidence: list[float]
+    effects: dict[str, list[float]]
+    order: list[str]  # every input with a weight, sorted by name
 
 
-def _combine_all(
-    inputs: dict[str, InputArray], weights: Weights, n: int
-) -> dict[str, tuple[np.ndarray, np.ndarray, list[str]]]:
-    """Per meter: value and confidence arrays (NaN = null) and the input names it uses."""
+def _combine_all(inputs: dict[str, InputArray], weights: Weights, n: int) -> dict[str, _Combined]:
     out = {}
     for meter in METERS:
         table = {k: w for k, w in weights.meters[meter].items() if w > 0}
-        names = [k for k in table if k in inputs]
+        names = sorted(k for k in table if k in inputs)
         total_w = sum(table.values()) or 1.0
         num, wsum, csum, k = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+        pulls = {}
         for name in names:
             inp, w = inputs[name], table[name]
             has = ~np.isnan(inp.score)
-            num += np.where(has, w * (np.round(inp.score, 4) - 0.5), 0.0)
+            pulls[name] = np.where(has, w * (np.round(inp.score, 4) - 0.5), np.nan)
+            num += np.nan_to_num(pulls[name])
             wsum += np.where(has, w, 0.0)
             csum += np.where(has, np.nan_to_num(inp.confidence), 0.0)
             k += has
         with np.errstate(invalid="ignore", divide="ignore"):
-            value = np.clip(0.5 + num / wsum, 0.0, 1.0)
-            conf = np.clip((wsum / total_w) * (csum / k), 0.0, 1.0)
-        value = np.where(wsum > 0, np.round(value, 4), np.nan)
-        conf = np.where(wsum > 0, np.round(conf, 3), np.nan)
-        out[meter] = (value, conf, names)
+            value = np.where(wsum > 0, np.round(np.clip(0.5 + num / wsum, 0.0, 1.0), 4), np.nan)
+            conf = np.where(
+                wsum > 0, np.round(np.clip((wsum / total_w) * (csum / k), 0.0, 1.0), 3), np.nan
+            )
+            effects = {name: np.round(p / wsum, 4).tolist() for name, p in pulls.items()}
+        out[meter] = _Combined(value.tolist(), conf.tolist(), effects, sorted(table))
     return out
 
 
@@ -174,15 +177,11 @@ def compute_slots(
         boundaries[0],
     )
     combined = _combine_all(inputs, weights, len(keys))
-    lists = {name: _lists(inp) for name, inp in inputs.items()}
-    values = {m: (v.tolist(), c.tolist(), names) for m, (v, c, names) in combined.items()}
+    lists = {name: _Lists.of(inp) for name, inp in inputs.items()}
     out: list[SlotMeters] = []
     prev = previous
     for i, key in enumerate(keys):
-        meters = {}
-        for m in METERS:
-            v_list, c_list, names = values[m]
-            meters[m] = _meter(i, m, v_list[i], c_list[i], names, inputs, lists, weights)
+        meters = {m: _meter(i, m, combined[m], lists, weights) for m in METERS}
         deltas: dict[str, float | None] = {}
         linked = prev is not None and prev.key == key.prev()
         for m in METERS:
@@ -197,49 +196,62 @@ def compute_slots(
     return out
 
 
+@dataclass
+class _Lists:
+    """An input's arrays as plain lists: per-slot access without numpy scalars."""
+
+    score: list[float]
+    confidence: list[float]
+    raw: list[float]
+    unit: str
+    baseline: Any
+
+    @classmethod
+    def of(cls, inp: InputArray) -> _Lists:
+        return cls(
+            np.round(inp.score, 4).tolist(),
+            np.round(np.nan_to_num(inp.confidence, nan=0.0), 3).tolist(),
+            np.round(inp.raw, 3).tolist(),
+            inp.unit,
+            inp.baseline,
+        )
+
+
 def _meter(
-    i: int,
-    meter: str,
-    value: float,
-    confidence: float,
-    names: list[str],
-    inputs: dict[str, InputArray],
-    lists: dict[str, tuple[list[float], list[float], list[float]]],
-    weights: Weights,
+    i: int, meter: str, c: _Combined, lists: dict[str, _Lists], weights: Weights
 ) -> MeterValue:
+    value = c.value[i]
     if value != value:  # NaN: no input had evidence
         return MeterValue(
             None, None, {"reason": REASONS[meter], "mapping_version": weights.version}
         )
     table = weights.meters[meter]
-    used = [n for n in names if lists[n][0][i] == lists[n][0][i]]
-    w_used = sum(table[n] for n in used)
-    detail = []
-    for name in sorted(used):
-        score, conf, raw = lists[name][0][i], lists[name][1][i], lists[name][2][i]
+    detail, missing = [], []
+    for name in c.order:
+        effect = c.effects[name][i] if name in c.effects else float("nan")
+        if effect != effect:
+            missing.append(name)
+            continue
+        inp = lists[name]
         item: dict[str, Any] = {
             "name": name,
-            "score": score,
+            "score": inp.score[i],
             "weight": table[name],
-            "confidence": conf,
-            "effect": round(table[name] * (score - 0.5) / w_used, 4),
+            "confidence": inp.confidence[i],
+            "effect": effect,
         }
+        raw = inp.raw[i]
         if raw == raw:
             item["value"] = raw
-        inp = inputs[name]
         if inp.unit:
             item["unit"] = inp.unit
         if inp.baseline is not None:
-            base = {k: round(v, 3) for k, v in inp.baseline(i).items() if v == v}
+            base = inp.baseline(i)
             if base:
                 item["baseline"] = base
         detail.append(item)
     return MeterValue(
         value,
-        confidence,
-        {
-            "inputs": detail,
-            "missing": sorted(n for n, w in table.items() if w > 0 and n not in used),
-            "mapping_version": weights.version,
-        },
+        c.confidence[i],
+        {"inputs": detail, "missing": missing, "mapping_version": weights.version},
     )

@@ -18,11 +18,12 @@ from mappings.intervals import Coverage, Cumulative
 
 def rank_origins(origins: np.ndarray, priority: tuple[str, ...]) -> np.ndarray:
     """Rank per record: index of the first matching priority pattern, unknown last."""
-    names = pd.Series(origins).str.lower()
-    rank = np.full(len(origins), len(priority), dtype=np.int64)
-    for i, pattern in reversed(list(enumerate(priority))):
-        rank[names.str.contains(pattern.lower(), regex=False).to_numpy()] = i
-    return rank
+    unique, codes = np.unique(origins.astype(str), return_inverse=True)
+    per_name = [
+        next((i for i, p in enumerate(priority) if p.lower() in name.lower()), len(priority))
+        for name in unique
+    ]
+    return np.asarray(per_name, dtype=np.int64)[codes]
 
 
 def resolve(readings: Readings, priority: tuple[str, ...]) -> pd.DataFrame:
