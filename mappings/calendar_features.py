@@ -51,23 +51,22 @@ class CalendarFeatures:
         t = events.table
         self.any_start = np.sort(t["start"].to_numpy())
         self.any_end = np.sort(t["end"].to_numpy())
-        timed = t[t["action"] != "NOT_AN_ACTION"]
-        busy = timed[timed["busy"] & ~timed["all_day"]]
-        self.busy = Coverage(busy["start"].to_numpy(), busy["end"].to_numpy())
-        blocks = Coverage(
-            busy["start"].to_numpy(), busy["end"].to_numpy(), gap=BREAK_MIN * NS_PER_MIN
-        )
+        start, end = t["start"].to_numpy(), t["end"].to_numpy()
+        action, attendees = t["action"].to_numpy(), t["attendees"].to_numpy()
+        timed = (action != "NOT_AN_ACTION") & ~t["all_day"].to_numpy(dtype=bool)
+        busy = timed & t["busy"].to_numpy(dtype=bool)
+        self.busy = Coverage(start[busy], end[busy])
+        blocks = Coverage(start[busy], end[busy], gap=BREAK_MIN * NS_PER_MIN)
         self.block_s, self.block_e = blocks.s, blocks.e
-        meetings = busy[(busy["attendees"] >= 2) & ~busy["action"].isin(NOT_MEETINGS)]
-        self.meet_start = np.sort(meetings["start"].to_numpy())
-        self.meet_end = np.sort(meetings["end"].to_numpy())
+        meeting = busy & (attendees >= 2) & ~np.isin(action, NOT_MEETINGS)
+        self.meet_start, self.meet_end = np.sort(start[meeting]), np.sort(end[meeting])
         self.focus = {
-            action: Coverage(ev["start"].to_numpy(), ev["end"].to_numpy())
-            for action in rules.focus_credit
-            for ev in [timed[(timed["action"] == action) & ~timed["all_day"]]]
+            act: Coverage(start[timed & (action == act)], end[timed & (action == act)])
+            for act in rules.focus_credit
         }
         self.credit = rules.focus_credit
-        self.social_start = np.sort(timed[timed["action"].isin(SOCIAL)]["start"].to_numpy())
+        social = (action != "NOT_AN_ACTION") & np.isin(action, SOCIAL)
+        self.social_start = np.sort(start[social])
         unique, codes = np.unique(t["title"].astype(str).to_numpy(), return_inverse=True)
         is_deadline = np.array([bool(rules.deadline_pattern.search(x)) for x in unique], bool)
         hits = t[is_deadline[codes]] if len(t) else t

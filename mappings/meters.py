@@ -23,6 +23,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime, time, tzinfo
+from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,12 @@ class Weights:
 def load_weights(path: Path | None = None) -> Weights:
     """The weights file (default: the bundled `mappings/meter_weights.toml`)."""
     source = path or files("mappings").joinpath("meter_weights.toml")
-    data = tomllib.loads(source.read_text(encoding="utf-8"))
+    return _parse_weights(source.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=8)
+def _parse_weights(text: str) -> Weights:
+    data = tomllib.loads(text)
     meters = {m: {k: float(v) for k, v in data[m].items()} for m in METERS}
     return Weights(
         str(data["version"]),
