@@ -4,13 +4,15 @@ current slot (and the one that was current last time, computed with partial evid
 Changes are found by per-day fingerprints of the stored inputs (count, sum of values,
 latest import or update time), kept in the `meta` table after each recompute. A changed
 reading on day X can move slots from X - 1 on (baselines and weekly windows only look
-back); a changed event up to 8 days earlier (deadline proximity looks 7 days ahead). A new
+back), and so can a changed event; a changed deadline-looking event moves slots up to 8
+days earlier (deadline proximity looks 7 days ahead). A new
 weights version, time zone or slot boundaries means a full recompute.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -23,8 +25,8 @@ from mappings.frames import USED_METRICS
 from mappings.slots import SlotKey
 
 STATE_KEY = "meters_state"
-READING_REACH_DAYS = 1
-EVENT_REACH_DAYS = 8
+READING_REACH_DAYS = 1  # readings and events move the slots of their own day and later
+DEADLINE_REACH_DAYS = 8  # deadline proximity looks a week ahead
 
 
 @dataclass
@@ -54,8 +56,11 @@ def _day(value: Any) -> str:
     return value.isoformat()[:10] if hasattr(value, "isoformat") else str(value)[:10]
 
 
-def fingerprints(store: Store, lo: datetime, hi: datetime) -> dict[str, str]:
-    """Per UTC day ("r:" readings, "e:" events): a string that changes when the day's rows do."""
+def fingerprints(
+    store: Store, lo: datetime, hi: datetime, deadline_pattern: re.Pattern[str]
+) -> dict[str, str]:
+    """Per UTC day ("r:" readings, "e:" events, "d:" deadline events): a string that changes
+    when the day's rows do."""
     r, e = Reading.__table__, CalendarEvent.__table__  # type: ignore[attr-defined]
     r_day, e_day = func.date(r.c.start_utc), func.date(e.c.start_utc)
     with store.session() as session:
@@ -81,8 +86,20 @@ def fingerprints(store: Store, lo: datetime, hi: datetime) -> dict[str, str]:
             .where(e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < hi)
             .group_by(e_day)
         ).all()
+        # Deadlines reach a week back (proximity looks ahead), so they get their own key;
+        # titles are matched here, with the same pattern the meters use.
+        titled = session.execute(
+            select(e.c.start_utc, e.c.title, e.c.status, e.c.updated_at).where(
+                e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < hi
+            )
+        ).all()
     out = {f"r:{_day(row[0])}": "|".join(map(str, row[1:])) for row in readings}
     out.update({f"e:{_day(row[0])}": "|".join(map(str, row[1:])) for row in events})
+    deadlines: dict[str, list[str]] = {}
+    for start, title, status, updated in titled:
+        if deadline_pattern.search(title or ""):
+            deadlines.setdefault(f"d:{_day(start)}", []).append(f"{start}{status}{updated}")
+    out.update({key: "|".join(sorted(parts)) for key, parts in deadlines.items()})
     return out
 
 
@@ -96,7 +113,7 @@ def first_changed_day(old: dict[str, str], new: dict[str, str], since: date) -> 
         kind, day = key.split(":", 1)
         if old.get(key) == new.get(key) or date.fromisoformat(day) <= since:
             continue
-        reach = READING_REACH_DAYS if kind == "r" else EVENT_REACH_DAYS
+        reach = DEADLINE_REACH_DAYS if kind == "d" else READING_REACH_DAYS
         d = date.fromisoformat(day) - timedelta(days=reach)
         earliest = d if earliest is None or d < earliest else earliest
     return earliest

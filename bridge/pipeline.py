@@ -37,6 +37,9 @@ HISTORY_DAYS = 30
 # Baselines look 60 days back from the day before a slot; weekly windows 7 days.
 BASELINE_LOOKBACK_DAYS = 63
 DEADLINE_DAYS = 8  # deadline proximity looks a week ahead
+# Bounds the index scan when loading meter inputs: a reading or event that started longer
+# ago than this before the window is not read (a month-long record is not a measurement).
+LONGEST_RECORD = timedelta(days=31)
 
 
 @dataclass
@@ -124,12 +127,17 @@ def _frames(
     with store.session() as session:
         readings = session.execute(
             select(*(r.c[c] for c in READING_COLUMNS)).where(
-                r.c.metric.in_(sorted(USED_METRICS)), r.c.end_utc >= lo, r.c.start_utc < hi
+                r.c.metric.in_(sorted(USED_METRICS)),
+                r.c.start_utc >= lo - LONGEST_RECORD,
+                r.c.start_utc < hi,
+                r.c.end_utc >= lo,
             )
         ).all()
         events = session.execute(
             select(*(e.c[c] for c in EVENT_COLUMNS)).where(
-                e.c.end_utc >= lo, e.c.start_utc < (events_hi or hi)
+                e.c.start_utc >= lo - LONGEST_RECORD,
+                e.c.start_utc < (events_hi or hi),
+                e.c.end_utc >= lo,
             )
         ).all()
     rf = pd.DataFrame(readings, columns=READING_COLUMNS) if readings else empty_readings()
@@ -163,7 +171,9 @@ def recompute_meters(store: Store, settings: Settings, now: datetime, *, full: b
     window_lo = slot_bounds(first.prev(), tz, bounds)[0]
     hi = slot_bounds(last, tz, bounds)[1] + timedelta(days=1)
     since = window_lo - lookback
-    prints = fingerprints(store, since, hi + timedelta(days=DEADLINE_DAYS))
+    prints = fingerprints(
+        store, since, hi + timedelta(days=DEADLINE_DAYS), weights.calendar_rules().deadline_pattern
+    )
     config = f"{weights.version}|{tz}|{','.join(b.isoformat() for b in bounds)}"
     state = None if full else MeterState.load(store)
     if state is None or state.config != config:

@@ -143,3 +143,32 @@ def test_meters_explain_from_the_cli(tmp_path):
     assert doc["vitality"] == pytest.approx(0.5 + effects, abs=1e-3)
     for item in vit["inputs"]:  # every input named in the text with its signed effect
         assert f"{item['effect']:+.3f}" in out
+
+
+def add_event(store, uid, title, start, hours=1.0):
+    row = {
+        "source": "ics",
+        "calendar_id": "test",
+        "uid": uid,
+        "title": title,
+        "start_utc": start.astimezone(UTC),
+        "end_utc": (start + timedelta(hours=hours)).astimezone(UTC),
+        "action": "ADMIN_WORK",
+        "updated_at": DEMO_NOW.astimezone(UTC),
+    }
+    with store.transaction() as session:
+        upsert(
+            session, CalendarEvent, [row], keys=("source", "calendar_id", "uid", "recurrence_id")
+        )
+
+
+def test_a_new_event_reaches_back_a_day_and_a_deadline_a_week(loaded, settings):
+    recompute_meters(loaded, settings, DEMO_NOW)
+    add_event(loaded, "lunch", "Lunch with Sam", DEMO_NOW + timedelta(days=1))
+    assert recompute_meters(loaded, settings, DEMO_NOW) == 1  # only this morning
+    add_event(loaded, "report", "Quarterly report due", DEMO_NOW + timedelta(days=3))
+    # Due on the 22nd: slots from the 14th on see it coming (5 days of 4, plus this one).
+    assert recompute_meters(loaded, settings, DEMO_NOW) == 5 * 4 + 1
+    incremental = snapshots(loaded)
+    recompute_meters(loaded, settings, DEMO_NOW, full=True)
+    assert snapshots(loaded) == incremental
