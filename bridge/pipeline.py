@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import select
+from sqlalchemy import String, select, type_coerce
 
 from bridge.config import Settings
 from bridge.errors import BridgeError
@@ -124,9 +124,16 @@ def _frames(
     )
 
     r, e = Reading.__table__, CalendarEvent.__table__  # type: ignore[attr-defined]
+
+    def raw(table: Any, column: str) -> Any:
+        # Instants as the database returns them (text on SQLite): pandas parses them in
+        # bulk, much faster than one aware datetime per row.
+        col = table.c[column]
+        return type_coerce(col, String).label(column) if column.endswith("_utc") else col
+
     with store.session() as session:
         readings = session.execute(
-            select(*(r.c[c] for c in READING_COLUMNS)).where(
+            select(*(raw(r, c) for c in READING_COLUMNS)).where(
                 r.c.metric.in_(sorted(USED_METRICS)),
                 r.c.start_utc >= lo - LONGEST_RECORD,
                 r.c.start_utc < hi,
@@ -134,14 +141,19 @@ def _frames(
             )
         ).all()
         events = session.execute(
-            select(*(e.c[c] for c in EVENT_COLUMNS)).where(
+            select(*(raw(e, c) for c in EVENT_COLUMNS)).where(
                 e.c.start_utc >= lo - LONGEST_RECORD,
                 e.c.start_utc < (events_hi or hi),
                 e.c.end_utc >= lo,
             )
         ).all()
-    rf = pd.DataFrame(readings, columns=READING_COLUMNS) if readings else empty_readings()
-    ef = pd.DataFrame(events, columns=EVENT_COLUMNS) if events else empty_events()
+    # Plain tuples: pandas probes each SQLAlchemy Row for attributes, which is slow.
+    rf = (
+        pd.DataFrame(list(map(tuple, readings)), columns=READING_COLUMNS)
+        if readings
+        else empty_readings()
+    )
+    ef = pd.DataFrame(list(map(tuple, events)), columns=EVENT_COLUMNS) if events else empty_events()
     return rf, ef
 
 

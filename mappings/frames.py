@@ -60,7 +60,7 @@ def empty_events() -> pd.DataFrame:
 
 def to_ns(values: Any) -> np.ndarray:
     """Aware (or UTC-naive) instants -> int64 ns since the epoch, whatever pandas' unit."""
-    idx = pd.DatetimeIndex(pd.to_datetime(values, utc=True))
+    idx = pd.DatetimeIndex(pd.to_datetime(values, utc=True, format="ISO8601"))
     return idx.as_unit("ns").asi8.copy()
 
 
