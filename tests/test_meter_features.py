@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from mappings.explain import explain_slot
-from mappings.frames import READING_COLUMNS, Readings, empty_events
+from mappings.frames import EVENT_COLUMNS, READING_COLUMNS, Readings, empty_events
 from mappings.meters import compute_slots
 from mappings.sleep import nightly
 from mappings.slots import SlotKey
@@ -230,16 +230,7 @@ def test_calendar_features_of_a_packed_afternoon():
             ev(-24 * 2, -24 * 1, "NOT_AN_ACTION", 0, "Tax return due", True),
             ev(24 * 2, 24 * 3, "NOT_AN_ACTION", 0, "Thesis submission", True),
         ],
-        columns=[
-            "start_utc",
-            "end_utc",
-            "action",
-            "status",
-            "transparency",
-            "all_day",
-            "attendee_count",
-            "title",
-        ],
+        columns=EVENT_COLUMNS,
     )
     (res,) = compute_slots(
         frame([]), events, [SlotKey(date(2026, 11, 18), 1)], tz=BERLIN, now=local(2026, 11, 18, 17)

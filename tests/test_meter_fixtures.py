@@ -44,6 +44,14 @@ def _frame(rows):
     return pd.DataFrame(rows, columns=READING_COLUMNS)
 
 
+def _apple(name, tz):
+    """A readings frame from an Apple Health sample, read by the real importer."""
+    ctx = ReadContext(tz=tz, now=datetime(2026, 1, 1, tzinfo=tz), past_days=100_000)
+    path = FIXTURES / "apple_health" / name
+    records = [r.row("apple_health", datetime.now(UTC)) for r in apple_health.read(path, ctx)]
+    return pd.DataFrame(records)[READING_COLUMNS]
+
+
 def _inputs(result, meter):
     return {i["name"]: i for i in result.meters[meter].provenance.get("inputs", [])}
 
@@ -186,11 +194,8 @@ def test_whoop_recovery_hrv_and_resting_hr_give_a_cold_start_vitality():
 
 
 def test_apple_health_steps_from_the_sample_export():
-    path = FIXTURES / "apple_health" / "export6s3sample.xml"
     london = ZoneInfo("Europe/London")
-    ctx = ReadContext(tz=london, now=datetime(2014, 9, 14, tzinfo=london), past_days=10_000)
-    records = [r.row("apple_health", datetime.now(UTC)) for r in apple_health.read(path, ctx)]
-    frame = pd.DataFrame(records)[READING_COLUMNS]
+    frame = _apple("export6s3sample.xml", london)
     steps = frame[frame["metric"] == "steps"]
     assert len(steps) == 10 and set(steps["utc_offset_min"]) == {60}
     now = datetime(2014, 9, 13, 18, tzinfo=london)
@@ -207,11 +212,8 @@ def test_apple_health_steps_from_the_sample_export():
 
 
 def test_apple_health_workout_counts_for_the_week():
-    path = FIXTURES / "apple_health" / "dogsheep_export.xml"
     la = ZoneInfo("America/Los_Angeles")
-    ctx = ReadContext(tz=la, now=datetime(2016, 11, 20, tzinfo=la), past_days=100_000)
-    records = [r.row("apple_health", datetime.now(UTC)) for r in apple_health.read(path, ctx)]
-    frame = pd.DataFrame(records)[READING_COLUMNS]
+    frame = _apple("dogsheep_export.xml", la)
     assert "workout" in set(frame["metric"])
     now = datetime(2016, 11, 16, 12, tzinfo=la)
     (res,) = compute_slots(frame, empty_events(), [SlotKey(date(2016, 11, 16), 0)], tz=la, now=now)

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mappings.actions import METERS
-from mappings.frames import EVENT_COLUMNS, READING_COLUMNS
+from mappings.frames import EVENT_COLUMNS, READING_COLUMNS, USED_METRICS
 from mappings.meters import compute_slots, empty_events, empty_readings, load_weights
 from mappings.slots import SlotKey
 from tests.conftest import BERLIN
@@ -262,19 +262,7 @@ def test_a_week_without_social_events_by_hand():
 
 # --- properties over arbitrary inputs ---------------------------------------------------
 
-METRICS = [
-    "sleep",
-    "hrv_sdnn",
-    "hrv_rmssd",
-    "resting_hr",
-    "steps",
-    "stress",
-    "recovery",
-    "body_battery",
-    "mindful",
-    "workout",
-    "heart_rate",
-]
+METRICS = [*sorted(USED_METRICS), "heart_rate"]  # heart_rate: stored, never read
 LABELS = ["", "asleep", "core", "deep", "rem", "awake", "in_bed"]
 ACTIONS = [
     "DEEP_WORK",
