@@ -276,10 +276,20 @@ def meters(
         typer.echo(f"{row['slot_name']:<10}" + "".join(f"{_fmt(row[m]):>12}" for m in METERS))
     if explain:
         from mappings.explain import explain_slot
+        from mappings.slots import SlotKey
 
+        first = SlotKey(day, rows[0]["slot"]).prev()
+        with _store().session() as session:
+            found = session.execute(
+                select(MeterSnapshot).where(
+                    MeterSnapshot.local_date == first.local_date, MeterSnapshot.slot == first.slot
+                )
+            ).scalar_one_or_none()
+        before = slot_document(found) if found else None
         for row in rows:
             typer.echo("")
-            typer.echo("\n".join(explain_slot(row)))
+            typer.echo("\n".join(explain_slot(row, before)))
+            before = row
 
 
 @app.command()

@@ -66,8 +66,23 @@ def explain_meter(
     return lines
 
 
-def explain_slot(doc: dict[str, Any]) -> list[str]:
-    """Lines explaining every meter of one slot document (the snapshot's slot shape)."""
+def moves(now: dict, before: dict, most: int = 4) -> list[tuple[str, float]]:
+    """The inputs whose effect changed most between two provenances of one meter.
+
+    The effects add up to the meter, so these changes add up to the meter's delta.
+    """
+    a = {i["name"]: i.get("effect", 0.0) for i in now.get("inputs", [])}
+    b = {i["name"]: i.get("effect", 0.0) for i in before.get("inputs", [])}
+    diff = {n: round(a.get(n, 0.0) - b.get(n, 0.0), 4) for n in a.keys() | b.keys()}
+    ranked = sorted(
+        ((n, d) for n, d in diff.items() if abs(d) >= 0.0005), key=lambda x: (-abs(x[1]), x[0])
+    )
+    return ranked[:most]
+
+
+def explain_slot(doc: dict[str, Any], before: dict[str, Any] | None = None) -> list[str]:
+    """Lines explaining every meter of one slot document (the snapshot's slot shape);
+    with the slot before, also which inputs moved each meter since then."""
     head = (
         f"{doc['date']} {doc['slot_name']} (timestep {doc['timestep']}), "
         f"mapping {doc.get('mapping_version') or '?'}; a meter = 0.50 + the effects below"
@@ -79,6 +94,13 @@ def explain_slot(doc: dict[str, Any]) -> list[str]:
             for line in explain_meter(m, doc[m], doc["confidence"][m], doc["provenance"][m])
         ]
         delta = doc.get("deltas", {}).get(m)
-        if delta is not None:
-            lines.append(f"      change since the slot before: {delta:+.3f}")
+        if delta is None:
+            continue
+        since = f"{before['date']} {before['slot_name']}" if before else "the slot before"
+        line = f"      change since {since}: {delta:+.3f}"
+        if before is not None and before.get(m) is not None:
+            moved = moves(doc["provenance"][m], before["provenance"][m])
+            if moved:
+                line += " (" + ", ".join(f"{n} {d:+.3f}" for n, d in moved) + ")"
+        lines.append(line)
     return lines

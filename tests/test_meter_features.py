@@ -318,3 +318,17 @@ def test_daily_features_keep_hrv_methods_and_sources_apart():
     assert day["hrv_sdnn:Watch"] == 50.0 and day["hrv_rmssd:WHOOP"] == 35.0
     assert day["resting_hr"] == 55.0 and day["steps"] == 1000.0
     assert day["mindful_min"] == 10.0 and day["workout_min"] == 45.0
+
+
+def test_the_inputs_that_moved_a_meter_add_up_to_its_delta():
+    from mappings.explain import moves
+    from tests.test_meters import events, history
+
+    keys = [SlotKey(date(2026, 11, 19), 0), SlotKey(date(2026, 11, 19), 1)]
+    first, second = compute_slots(
+        history(), events(6), keys, tz=BERLIN, now=local(2026, 11, 19, 16)
+    )
+    for meter in ("vitality", "cognition", "serenity"):
+        moved = moves(second.meters[meter].provenance, first.meters[meter].provenance, most=99)
+        assert moved, meter
+        assert sum(d for _, d in moved) == pytest.approx(second.deltas[meter], abs=1e-3)

@@ -143,6 +143,8 @@ def test_meters_explain_from_the_cli(tmp_path):
     assert doc["vitality"] == pytest.approx(0.5 + effects, abs=1e-3)
     for item in vit["inputs"]:  # every input named in the text with its signed effect
         assert f"{item['effect']:+.3f}" in out
+    # ... and what moved it since the slot before (the night of the 18th).
+    assert f"change since 2026-11-18 night: {doc['deltas']['vitality']:+.3f} (" in out
 
 
 def add_event(store, uid, title, start, hours=1.0):
