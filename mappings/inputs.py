@@ -89,10 +89,6 @@ def slot_arrays(
     )
 
 
-def _nan(n: int) -> np.ndarray:
-    return np.full(n, np.nan)
-
-
 def sleep_inputs(readings: Readings, sl: SlotArrays, targets: dict[str, float]) -> list[InputArray]:
     night = sleep_features.nightly(readings)
     if night.empty:
@@ -163,78 +159,91 @@ def signal_inputs(readings: Readings, sl: SlotArrays) -> list[InputArray]:
     return out
 
 
-def activity_inputs(
+@dataclass(frozen=True)
+class Habit:
+    """Minutes of something a person logs (workouts, mindfulness) over a trailing window."""
+
+    name: str
+    metric: str
+    window_days: int
+    unit: str
+    target: str  # key in [targets]
+    saturating: bool  # 1 - exp(-m / target) instead of min(1, m / target)
+
+
+# Habits count only for people who log them: no workout in 28 days means no evidence,
+# not a zero (someone without a watch app is not penalised).
+HABITS = (
+    Habit("workouts", "workout", 7, "min in 7 days", "workout_minutes_week", False),
+    Habit("mindful", "mindful", 1, "min in 24 h", "mindful_minutes_day", True),
+)
+
+
+def steps_input(
     readings: Readings,
     sl: SlotArrays,
     targets: dict[str, float],
     priority: tuple[str, ...],
     day_start: time,
 ) -> list[InputArray]:
-    out: list[InputArray] = []
+    """Steps so far today vs the person's usual day, scaled to the time of day."""
     resolved = step_features.resolve(readings, priority)
-    if not resolved.empty:
-        counter = step_features.StepCounter(resolved)
-        done, records = counter.between(sl.day_lo, sl.as_of)
-        fraction = np.clip(
-            (sl.as_of - sl.active_lo) / ((ACTIVE_HOURS[1] - ACTIVE_HOURS[0]) * NS_PER_HOUR), 0, 1
+    if resolved.empty:
+        return []
+    done, records = step_features.StepCounter(resolved).between(sl.day_lo, sl.as_of)
+    active = (ACTIVE_HOURS[1] - ACTIVE_HOURS[0]) * NS_PER_HOUR
+    fraction = np.clip((sl.as_of - sl.active_lo) / active, 0, 1)
+    start_ns = (day_start.hour * 60 + day_start.minute) * NS_PER_MIN
+    daily = step_features.daily_totals(resolved, start_ns)
+    first = int(min(daily.index.min(), sl.day.min()))
+    full = daily.reindex(range(first, int(max(daily.index.max(), sl.day.max())) + 1))
+    past = full.shift(1).rolling(STEP_HISTORY_DAYS, min_periods=1)
+    median = past.median().reindex(sl.day).to_numpy()
+    days = past.count().reindex(sl.day).fillna(0).to_numpy()
+    personal = days >= 7
+    usual = np.where(personal, median, targets["steps_per_day"])
+    conf = np.where(personal, np.minimum(1.0, days / 14), 0.4) * fraction
+    ratio = done / np.maximum(usual * fraction, 1.0)
+    has = (records > 0) & (fraction >= 0.05)
+    usual_list = np.round(usual, 3).tolist()
+    return [
+        InputArray(
+            "steps",
+            np.where(has, squash(2.0 * (ratio - 1.0)), np.nan),
+            np.where(has, conf, np.nan),
+            np.where(has, done, np.nan),
+            "steps today",
+            lambda i: {"usual_per_day": usual_list[i]},
         )
-        start_ns = (day_start.hour * 60 + day_start.minute) * NS_PER_MIN
-        daily = step_features.daily_totals(resolved, start_ns)
-        first = int(min(daily.index.min(), sl.day.min()))
-        full = daily.reindex(range(first, int(max(daily.index.max(), sl.day.max())) + 1))
-        past = full.shift(1).rolling(STEP_HISTORY_DAYS, min_periods=1)
-        median = past.median().reindex(sl.day).to_numpy()
-        days = past.count().reindex(sl.day).fillna(0).to_numpy()
-        personal = days >= 7
-        usual = np.where(personal, median, targets["steps_per_day"])
-        conf = np.where(personal, np.minimum(1.0, days / 14), 0.4) * fraction
-        ratio = done / np.maximum(usual * fraction, 1.0)
-        has = (records > 0) & (fraction >= 0.05)
-        usual_list = np.round(usual, 3).tolist()
-        out.append(
-            InputArray(
-                "steps",
-                np.where(has, squash(2.0 * (ratio - 1.0)), np.nan),
-                np.where(has, conf, np.nan),
-                np.where(has, done, np.nan),
-                "steps today",
-                lambda i: {"usual_per_day": usual_list[i]},
-            )
-        )
-    for name, metric, window_days, unit in (
-        ("workouts", "workout", 7, "min in 7 days"),
-        ("mindful", "mindful", 1, "min in 24 h"),
-    ):
-        frame = readings.metric(metric)
+    ]
+
+
+def habit_inputs(readings: Readings, sl: SlotArrays, targets: dict[str, float]) -> list[InputArray]:
+    out = []
+    for habit in HABITS:
+        frame = readings.metric(habit.metric)
         if frame.empty:
             continue
         end = frame["end"].to_numpy()
         minutes = frame["value"].to_numpy(dtype=float)
-        minutes = np.where(
-            np.isnan(minutes), (end - frame["start"].to_numpy()) / NS_PER_MIN, minutes
-        )
-        minutes = np.clip(minutes, 0.0, None)  # a negative duration is a broken record
+        span = (end - frame["start"].to_numpy()) / NS_PER_MIN
+        # No value: the record's length; a negative value is a broken record.
+        minutes = np.clip(np.where(np.isnan(minutes), span, minutes), 0.0, None)
         cum = Cumulative(end, minutes)
-        total, _ = cum.window(sl.as_of - window_days * NS_PER_DAY, sl.as_of)
+        total, _ = cum.window(sl.as_of - habit.window_days * NS_PER_DAY, sl.as_of)
         _, recent = cum.window(sl.as_of - PRESENCE_DAYS * NS_PER_DAY, sl.as_of)
-        target = (
-            targets["workout_minutes_week"]
-            if metric == "workout"
-            else targets["mindful_minutes_day"]
-        )
+        target = targets[habit.target]
         score = (
-            np.minimum(1.0, total / target)
-            if metric == "workout"
-            else 1.0 - np.exp(-total / target)
+            1.0 - np.exp(-total / target) if habit.saturating else np.minimum(1.0, total / target)
         )
         has = recent > 0
         out.append(
             InputArray(
-                name,
+                habit.name,
                 np.where(has, score, np.nan),
                 np.where(has, 0.9, np.nan),
                 np.where(has, total, np.nan),
-                unit,
+                habit.unit,
             )
         )
     return out
@@ -336,7 +345,8 @@ def all_inputs(
     found = [
         *sleep_inputs(readings, sl, targets),
         *signal_inputs(readings, sl),
-        *activity_inputs(readings, sl, targets, priority, day_start),
+        *steps_input(readings, sl, targets, priority, day_start),
+        *habit_inputs(readings, sl, targets),
         *calendar_inputs(events, sl, targets, rules),
     ]
     return {inp.name: inp for inp in found}
