@@ -5,8 +5,8 @@ Changes are found by per-day fingerprints of the stored inputs (count, sum of va
 latest import or update time), kept in the `meta` table after each recompute. A changed
 reading on day X can move slots from X - 1 on (baselines and weekly windows only look
 back), and so can a changed event; a changed deadline-looking event moves slots up to 8
-days earlier (deadline proximity looks 7 days ahead). A new
-weights version, time zone or slot boundaries means a full recompute.
+days earlier (deadline proximity looks 7 days ahead). A new weights version, time zone or
+slot boundaries means a full recompute.
 """
 
 from __future__ import annotations

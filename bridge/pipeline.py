@@ -162,9 +162,12 @@ def current_slot(settings: Settings, now: datetime) -> SlotKey:
 
 
 def recompute_meters(store: Store, settings: Settings, now: datetime, *, full: bool = False) -> int:
-    """Recompute the meter slots of the export window whose inputs changed since the last
-    run, plus the current slot; `full=True` (or new weights, zone or boundaries) redoes the
-    whole window. Returns how many slots were computed."""
+    """Recompute the export window's meter slots whose inputs changed since the last run.
+
+    Plus the current slot and the one that was current last time; `full=True` (or new
+    weights, zone or slot boundaries) redoes the whole window. Idempotent: the same state
+    and `now` give the same rows. Returns how many slots were computed.
+    """
     from bridge.meter_changes import (
         STATE_KEY,
         MeterState,
