@@ -110,6 +110,10 @@ class ClassifierSettings(_Section):
     llm_daily_budget: int = Field(200, ge=0)
 
 
+class MeterSettings(_Section):
+    weights_file: str = ""
+
+
 class WebSettings(_Section):
     enabled: bool = False
     host: str = "127.0.0.1"
@@ -130,6 +134,7 @@ class Settings(_Section):
     sources: Sources = Sources()
     runner: RunnerSettings = RunnerSettings()
     classifier: ClassifierSettings = ClassifierSettings()
+    meters: MeterSettings = MeterSettings()
     web: WebSettings = WebSettings()
 
     @field_validator("timezone")

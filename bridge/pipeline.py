@@ -22,7 +22,7 @@ import pandas as pd
 from sqlalchemy import String, select, type_coerce
 
 from bridge.config import Settings
-from bridge.errors import BridgeError
+from bridge.errors import BridgeError, ConfigError
 from bridge.sources import SyncOutcome, enabled_sources, is_due, run_source
 from bridge.store import Store, upsert
 from bridge.store.db import dumps, utcnow
@@ -161,6 +161,17 @@ def current_slot(settings: Settings, now: datetime) -> SlotKey:
     return slot_of_instant(now, settings.tz, settings.boundaries)
 
 
+def meter_weights(settings: Settings) -> Any:
+    """The meter weights: the bundled file, or the person's own laid over it."""
+    from mappings.meters import WeightsError, load_weights
+
+    path = settings.meters.weights_file
+    try:
+        return load_weights(Path(path) if path else None)
+    except WeightsError as err:
+        raise ConfigError(f"config key 'meters.weights_file': {err}") from None
+
+
 def recompute_meters(store: Store, settings: Settings, now: datetime, *, full: bool = False) -> int:
     """Recompute the export window's meter slots whose inputs changed since the last run.
 
@@ -175,9 +186,9 @@ def recompute_meters(store: Store, settings: Settings, now: datetime, *, full: b
         first_changed_day,
         slots_to_recompute,
     )
-    from mappings.meters import compute_slots, load_weights
+    from mappings.meters import compute_slots
 
-    weights = load_weights()
+    weights = meter_weights(settings)
     tz, bounds = settings.tz, settings.boundaries
     last = current_slot(settings, now)
     first = SlotKey(last.local_date - timedelta(days=settings.export.days - 1), 0)

@@ -50,6 +50,7 @@ __all__ = [
     "MeterValue",
     "SlotMeters",
     "Weights",
+    "WeightsError",
     "compute_slots",
     "empty_events",
     "empty_readings",
@@ -81,22 +82,63 @@ class Weights:
         return CalendarRules(self.focus_credit, re.compile(rf"(?i)\b(?:{words})"))
 
 
+class WeightsError(ValueError):
+    """A weights file that cannot be used; the message names the file and the key."""
+
+
 def load_weights(path: Path | None = None) -> Weights:
-    """The weights file (default: the bundled `mappings/meter_weights.toml`)."""
-    source = path or files("mappings").joinpath("meter_weights.toml")
-    return _parse_weights(source.read_text(encoding="utf-8"))
+    """The bundled `mappings/meter_weights.toml`, with a person's own file laid over it.
+
+    The own file needs a `version` and may change any weight, target or list; an input
+    name that no meter knows is refused, so a typo does not silently drop an input.
+    """
+    bundled = files("mappings").joinpath("meter_weights.toml").read_text(encoding="utf-8")
+    if path is None:
+        return _parse_weights(bundled, "")
+    try:
+        own = Path(path).expanduser().read_text(encoding="utf-8")
+    except OSError as err:
+        raise WeightsError(f"{path}: cannot read the weights file ({err.strerror})") from None
+    return _parse_weights(bundled, own, str(path))
 
 
 @lru_cache(maxsize=8)
-def _parse_weights(text: str) -> Weights:
-    data = tomllib.loads(text)
-    meters = {m: {k: float(v) for k, v in data[m].items()} for m in METERS}
+def _parse_weights(bundled: str, own: str, name: str = "") -> Weights:
+    data = tomllib.loads(bundled)
+    known = {k for m in METERS for k in data[m]}
+    if own:
+        try:
+            mine = tomllib.loads(own)
+        except tomllib.TOMLDecodeError as err:
+            raise WeightsError(f"{name}: not valid TOML ({err})") from None
+        if "version" not in mine:
+            raise WeightsError(f"{name}: set `version`, so snapshots say which mapping made them")
+        for section, values in mine.items():
+            if isinstance(values, dict) and isinstance(data.get(section), dict):
+                data[section] = {**data[section], **values}
+            else:
+                data[section] = values
+    try:
+        meters = {m: {k: float(v) for k, v in data[m].items()} for m in METERS}
+        targets = {k: float(v) for k, v in data["targets"].items()}
+        focus = {k: float(v) for k, v in data.get("focus", {}).items()}
+    except (AttributeError, TypeError, ValueError) as err:
+        raise WeightsError(
+            f"{name or 'meter_weights.toml'}: each meter is a table of numbers ({err})"
+        ) from None
+    for meter, table in meters.items():
+        for key, weight in table.items():
+            where = f"{name or 'meter_weights.toml'}: [{meter}] {key}"
+            if key not in known:
+                raise WeightsError(f"{where}: unknown input; known: {', '.join(sorted(known))}")
+            if weight < 0:
+                raise WeightsError(f"{where}: a weight cannot be negative")
     return Weights(
         str(data["version"]),
         meters,
-        {k: float(v) for k, v in data["targets"].items()},
+        targets,
         tuple(data.get("steps", {}).get("priority", ())),
-        {k: float(v) for k, v in data.get("focus", {}).items()},
+        focus,
         tuple(data.get("deadlines", {}).get("keywords", ())),
     )
 

@@ -174,3 +174,47 @@ def test_a_new_event_reaches_back_a_day_and_a_deadline_a_week(loaded, settings):
     incremental = snapshots(loaded)
     recompute_meters(loaded, settings, DEMO_NOW, full=True)
     assert snapshots(loaded) == incremental
+
+
+def test_own_weights_are_laid_over_the_bundled_ones(loaded, settings, tmp_path):
+    own = tmp_path / "weights.toml"
+    own.write_text('version = "mine.1"\n[connection]\nsocial_week = 2.0\n[vitality]\nsteps = 0.0\n')
+    settings = settings.model_copy(
+        update={"meters": settings.meters.model_copy(update={"weights_file": str(own)})}
+    )
+    recompute_meters(loaded, settings, DEMO_NOW)
+    with loaded.session() as session:
+        snap = session.execute(
+            select(MeterSnapshot).where(
+                MeterSnapshot.local_date == DEMO_NOW.date(), MeterSnapshot.slot == 0
+            )
+        ).scalar_one()
+    prov = json.loads(snap.provenance)
+    assert snap.mapping_version == "mine.1"
+    assert prov["connection"]["inputs"][0]["weight"] == 2.0
+    assert "steps" not in {i["name"] for i in prov["vitality"]["inputs"]}
+    assert {i["name"] for i in prov["vitality"]["inputs"]} >= {"sleep_duration", "hrv"}
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[vitality]\nsteps = 0.1\n", "set `version`"),
+        ('version = "x"\n[vitality]\nstep = 0.1\n', "[vitality] step: unknown input"),
+        ('version = "x"\n[serenity]\nhrv = -1\n', "[serenity] hrv: a weight cannot be negative"),
+        ('version = "x"\n[serenity]\nhrv = "a lot"\n', "each meter is a table of numbers"),
+        ("version = \n", "not valid TOML"),
+    ],
+)
+def test_a_bad_weights_file_is_one_clear_config_error(loaded, settings, tmp_path, text, needle):
+    from bridge.errors import ConfigError
+
+    own = tmp_path / "weights.toml"
+    own.write_text(text)
+    settings = settings.model_copy(
+        update={"meters": settings.meters.model_copy(update={"weights_file": str(own)})}
+    )
+    with pytest.raises(ConfigError, match="meters.weights_file") as err:
+        recompute_meters(loaded, settings, DEMO_NOW)
+    assert needle in str(err.value) and str(own) in str(err.value)
+    assert loaded.count(MeterSnapshot) == 0  # nothing half-written
