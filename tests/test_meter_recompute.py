@@ -214,7 +214,7 @@ def test_a_bad_weights_file_is_one_clear_config_error(loaded, settings, tmp_path
     settings = settings.model_copy(
         update={"meters": settings.meters.model_copy(update={"weights_file": str(own)})}
     )
-    with pytest.raises(ConfigError, match="meters.weights_file") as err:
+    with pytest.raises(ConfigError, match=r"meters\.weights_file") as err:
         recompute_meters(loaded, settings, DEMO_NOW)
     assert needle in str(err.value) and str(own) in str(err.value)
     assert loaded.count(MeterSnapshot) == 0  # nothing half-written
