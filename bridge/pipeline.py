@@ -220,7 +220,9 @@ def recompute_meters(store: Store, settings: Settings, now: datetime, *, full: b
         todo = slots_to_recompute(
             window, stored, first_changed_day(state.days, prints, since.date()), last_current
         )
-    todo = [todo[0].prev(), *todo]  # one slot before, so the first has its delta
+    # One contiguous run (every slot's delta needs the one before), starting one slot
+    # early so the first has its delta too.
+    todo = [todo[0].prev(), *window[window.index(todo[0]) :]]
     lo = slot_bounds(todo[0], tz, bounds)[0] - lookback
     readings, events = _frames(store, lo, hi, hi + timedelta(days=DEADLINE_DAYS))
     results = compute_slots(

@@ -218,3 +218,19 @@ def test_a_bad_weights_file_is_one_clear_config_error(loaded, settings, tmp_path
         recompute_meters(loaded, settings, DEMO_NOW)
     assert needle in str(err.value) and str(own) in str(err.value)
     assert loaded.count(MeterSnapshot) == 0  # nothing half-written
+
+
+def test_a_lost_slot_is_recomputed_with_its_delta(loaded, settings):
+    from sqlalchemy import delete
+
+    recompute_meters(loaded, settings, DEMO_NOW)
+    full = snapshots(loaded)
+    three_days_ago = (DEMO_NOW - timedelta(days=3)).date()
+    with loaded.transaction() as session:
+        session.execute(
+            delete(MeterSnapshot).where(
+                MeterSnapshot.local_date == three_days_ago, MeterSnapshot.slot == 2
+            )
+        )
+    assert recompute_meters(loaded, settings, DEMO_NOW) == 4 * 3 - 2 + 1  # from there on
+    assert snapshots(loaded) == full
