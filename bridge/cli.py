@@ -264,9 +264,12 @@ def meters(
         str | None, typer.Option("--date", help="Local date YYYY-MM-DD (default: today).")
     ] = None,
     slot: Annotated[int | None, typer.Option(min=0, max=3, help="Slot 0-3 (default: all).")] = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show which inputs moved each meter, by how much.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show the stored meters of a day."""
+    """Show the stored meters of a day (--explain: what moved each one)."""
     from sqlalchemy import select
 
     from bridge.export import slot_document
@@ -296,6 +299,22 @@ def meters(
     typer.echo(f"{'slot':<10}" + "".join(f"{m:>12}" for m in METERS))
     for row in rows:
         typer.echo(f"{row['slot_name']:<10}" + "".join(f"{_fmt(row[m]):>12}" for m in METERS))
+    if explain:
+        from mappings.explain import explain_slot
+        from mappings.slots import SlotKey
+
+        first = SlotKey(day, rows[0]["slot"]).prev()
+        with _store().session() as session:
+            found = session.execute(
+                select(MeterSnapshot).where(
+                    MeterSnapshot.local_date == first.local_date, MeterSnapshot.slot == first.slot
+                )
+            ).scalar_one_or_none()
+        before = slot_document(found) if found else None
+        for row in rows:
+            typer.echo("")
+            typer.echo("\n".join(explain_slot(row, before)))
+            before = row
 
 
 @app.command()

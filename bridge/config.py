@@ -144,6 +144,10 @@ class ClassifierSettings(_Section):
     llm_timeout_seconds: float = Field(30.0, gt=0, le=600)
 
 
+class MeterSettings(_Section):
+    weights_file: str = ""
+
+
 class WebSettings(_Section):
     enabled: bool = False
     host: str = "127.0.0.1"
@@ -174,6 +178,7 @@ class Settings(_Section):
     http: HttpSettings = HttpSettings()
     runner: RunnerSettings = RunnerSettings()
     classifier: ClassifierSettings = ClassifierSettings()
+    meters: MeterSettings = MeterSettings()
     web: WebSettings = WebSettings()
     notify: NotifySettings = NotifySettings()
 

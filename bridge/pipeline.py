@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import select, update
+from sqlalchemy import String, select, type_coerce, update
 
 from bridge.config import Settings
-from bridge.errors import BridgeError
+from bridge.errors import BridgeError, ConfigError
 from bridge.sources import SyncOutcome, enabled_sources, is_due, run_source
 from bridge.store import Store, upsert
 from bridge.store.db import dumps, utcnow
@@ -35,7 +35,12 @@ log = logging.getLogger("rhythm_bridge.cycle")
 
 HISTORY_DAYS = 30
 CLASSIFIER_VERSION_KEY = "classifier.version"
-BASELINE_LOOKBACK_DAYS = 61
+# Baselines look 60 days back from the day before a slot; weekly windows 7 days.
+BASELINE_LOOKBACK_DAYS = 63
+DEADLINE_DAYS = 8  # deadline proximity looks a week ahead
+# Bounds the index scan when loading meter inputs: a reading or event that started longer
+# ago than this before the window is not read (a month-long record is not a measurement).
+LONGEST_RECORD = timedelta(days=31)
 
 
 @dataclass
@@ -138,19 +143,49 @@ def classify_events(store: Store, settings: Settings) -> int:
     return relabelled
 
 
-def _frames(store: Store, lo: datetime, hi: datetime) -> tuple[pd.DataFrame, pd.DataFrame]:
-    from mappings.meters import EVENT_COLUMNS, READING_COLUMNS, empty_events, empty_readings
+def _frames(
+    store: Store, lo: datetime, hi: datetime, events_hi: datetime | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The meter inputs overlapping [lo, hi) (events up to `events_hi`, for deadlines)."""
+    from mappings.frames import (
+        EVENT_COLUMNS,
+        READING_COLUMNS,
+        USED_METRICS,
+        empty_events,
+        empty_readings,
+    )
 
     r, e = Reading.__table__, CalendarEvent.__table__  # type: ignore[attr-defined]
+
+    def raw(table: Any, column: str) -> Any:
+        # Instants as the database returns them (text on SQLite): pandas parses them in
+        # bulk, much faster than one aware datetime per row.
+        col = table.c[column]
+        return type_coerce(col, String).label(column) if column.endswith("_utc") else col
+
     with store.session() as session:
         readings = session.execute(
-            select(*(r.c[c] for c in READING_COLUMNS)).where(r.c.end_utc >= lo, r.c.start_utc < hi)
+            select(*(raw(r, c) for c in READING_COLUMNS)).where(
+                r.c.metric.in_(sorted(USED_METRICS)),
+                r.c.start_utc >= lo - LONGEST_RECORD,
+                r.c.start_utc < hi,
+                r.c.end_utc >= lo,
+            )
         ).all()
         events = session.execute(
-            select(*(e.c[c] for c in EVENT_COLUMNS)).where(e.c.end_utc >= lo, e.c.start_utc < hi)
+            select(*(raw(e, c) for c in EVENT_COLUMNS)).where(
+                e.c.start_utc >= lo - LONGEST_RECORD,
+                e.c.start_utc < (events_hi or hi),
+                e.c.end_utc >= lo,
+            )
         ).all()
-    rf = pd.DataFrame(readings, columns=READING_COLUMNS) if readings else empty_readings()
-    ef = pd.DataFrame(events, columns=EVENT_COLUMNS) if events else empty_events()
+    # Plain tuples: pandas probes each SQLAlchemy Row for attributes, which is slow.
+    rf = (
+        pd.DataFrame(list(map(tuple, readings)), columns=READING_COLUMNS)
+        if readings
+        else empty_readings()
+    )
+    ef = pd.DataFrame(list(map(tuple, events)), columns=EVENT_COLUMNS) if events else empty_events()
     return rf, ef
 
 
@@ -158,20 +193,72 @@ def current_slot(settings: Settings, now: datetime) -> SlotKey:
     return slot_of_instant(now, settings.tz, settings.boundaries)
 
 
-def recompute_meters(store: Store, settings: Settings, now: datetime) -> int:
-    """Recompute the slots of the export window up to the current slot."""
+def meter_weights(settings: Settings) -> Any:
+    """The meter weights: the bundled file, or the person's own laid over it."""
+    from mappings.meters import WeightsError, load_weights
+
+    path = settings.meters.weights_file
+    try:
+        return load_weights(Path(path) if path else None)
+    except WeightsError as err:
+        raise ConfigError(f"config key 'meters.weights_file': {err}") from None
+
+
+def recompute_meters(store: Store, settings: Settings, now: datetime, *, full: bool = False) -> int:
+    """Recompute the export window's meter slots whose inputs changed since the last run.
+
+    Plus the current slot and the one that was current last time; `full=True` (or new
+    weights, zone or slot boundaries) redoes the whole window. Idempotent: the same state
+    and `now` give the same rows. Returns how many slots were computed.
+    """
+    from bridge.meter_changes import (
+        STATE_KEY,
+        MeterState,
+        fingerprints,
+        first_changed_day,
+        slots_to_recompute,
+    )
     from mappings.meters import compute_slots
 
+    weights = meter_weights(settings)
+    tz, bounds = settings.tz, settings.boundaries
     last = current_slot(settings, now)
     first = SlotKey(last.local_date - timedelta(days=settings.export.days - 1), 0)
-    slots = slots_between(first.prev(), last)  # one extra slot so the first has a delta
-    lo = slot_bounds(slots[0], settings.tz, settings.boundaries)[0] - timedelta(
-        days=BASELINE_LOOKBACK_DAYS
+    window = slots_between(first, last)
+    lookback = timedelta(days=BASELINE_LOOKBACK_DAYS)
+    window_lo = slot_bounds(first.prev(), tz, bounds)[0]
+    hi = slot_bounds(last, tz, bounds)[1] + timedelta(days=1)
+    since = window_lo - lookback
+    prints = fingerprints(
+        store, since, hi + timedelta(days=DEADLINE_DAYS), weights.calendar_rules().deadline_pattern
     )
-    hi = slot_bounds(last, settings.tz, settings.boundaries)[1] + timedelta(days=1)
-    readings, events = _frames(store, lo, hi)
+    config = f"{weights.version}|{tz}|{','.join(b.isoformat() for b in bounds)}"
+    state = None if full else MeterState.load(store)
+    if state is None or state.config != config:
+        todo = window
+    else:
+        with store.session() as session:
+            stored = {
+                (d, s)
+                for d, s in session.execute(
+                    select(MeterSnapshot.local_date, MeterSnapshot.slot).where(
+                        MeterSnapshot.local_date >= first.local_date
+                    )
+                )
+            }
+        last_current = (
+            current_slot(settings, datetime.fromisoformat(state.as_of)) if state.as_of else None
+        )
+        todo = slots_to_recompute(
+            window, stored, first_changed_day(state.days, prints, since.date()), last_current
+        )
+    # One contiguous run (every slot's delta needs the one before), starting one slot
+    # early so the first has its delta too.
+    todo = [todo[0].prev(), *window[window.index(todo[0]) :]]
+    lo = slot_bounds(todo[0], tz, bounds)[0] - lookback
+    readings, events = _frames(store, lo, hi, hi + timedelta(days=DEADLINE_DAYS))
     results = compute_slots(
-        readings, events, slots, tz=settings.tz, now=now, boundaries=settings.boundaries
+        readings, events, todo, tz=tz, now=now, boundaries=bounds, weights=weights
     )[1:]
     stamp = utcnow()
     rows = []
@@ -190,6 +277,7 @@ def recompute_meters(store: Store, settings: Settings, now: datetime) -> int:
             row[m] = res.meters[m].value
             row[f"{m}_confidence"] = res.meters[m].confidence
         rows.append(row)
+    new_state = MeterState(config, now.astimezone(UTC).isoformat(), prints)
     with store.transaction() as session:
         upsert(
             session,
@@ -199,6 +287,7 @@ def recompute_meters(store: Store, settings: Settings, now: datetime) -> int:
             update=tuple(k for k in rows[0] if k not in ("local_date", "slot", "computed_at")),
             touch=("computed_at",),
         )
+        store.set_meta(session, STATE_KEY, new_state.dumps())
     return len(rows)
 
 

@@ -1,0 +1,135 @@
+"""Which meter slots a cycle must recompute: the ones whose inputs changed, plus the
+current slot (and the one that was current last time, computed with partial evidence).
+
+Changes are found by per-day fingerprints of the stored inputs (count, sum of values,
+latest import or update time), kept in the `meta` table after each recompute. A changed
+reading on day X can move slots from X - 1 on (baselines and weekly windows only look
+back), and so can a changed event; a changed deadline-looking event moves slots up to 8
+days earlier (deadline proximity looks 7 days ahead). A new weights version, time zone or
+slot boundaries means a full recompute.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+
+from bridge.store import Store
+from bridge.store.models import CalendarEvent, Reading
+from mappings.frames import USED_METRICS
+from mappings.slots import SlotKey
+
+STATE_KEY = "meters_state"
+READING_REACH_DAYS = 1  # readings and events move the slots of their own day and later
+DEADLINE_REACH_DAYS = 8  # deadline proximity looks a week ahead
+
+
+@dataclass
+class MeterState:
+    config: str = ""
+    as_of: str = ""
+    days: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, store: Store) -> MeterState | None:
+        raw = store.get_meta(STATE_KEY)
+        if not raw:
+            return None
+        try:
+            data = json.loads(raw)
+            return cls(str(data["config"]), str(data["as_of"]), dict(data["days"]))
+        except (ValueError, KeyError, TypeError):
+            return None  # unreadable: recompute everything, then write a fresh one
+
+    def dumps(self) -> str:
+        return json.dumps(
+            {"config": self.config, "as_of": self.as_of, "days": self.days}, sort_keys=True
+        )
+
+
+def _day(value: Any) -> str:
+    return value.isoformat()[:10] if hasattr(value, "isoformat") else str(value)[:10]
+
+
+def fingerprints(
+    store: Store, lo: datetime, hi: datetime, deadline_pattern: re.Pattern[str]
+) -> dict[str, str]:
+    """Per UTC day ("r:" readings, "e:" events, "d:" deadline events): a string that changes
+    when the day's rows do."""
+    r, e = Reading.__table__, CalendarEvent.__table__  # type: ignore[attr-defined]
+    r_day, e_day = func.date(r.c.start_utc), func.date(e.c.start_utc)
+    with store.session() as session:
+        readings = session.execute(
+            select(
+                r_day,
+                func.count(),
+                func.sum(r.c.value),
+                func.sum(r.c.utc_offset_min),
+                func.max(r.c.imported_at),
+            )
+            .where(r.c.metric.in_(sorted(USED_METRICS)), r.c.start_utc >= lo, r.c.start_utc < hi)
+            .group_by(r_day)
+        ).all()
+        events = session.execute(
+            select(
+                e_day,
+                func.count(),
+                func.max(e.c.updated_at),
+                func.sum(e.c.action_confidence),
+                func.max(e.c.classified_hash),
+            )
+            .where(e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < hi)
+            .group_by(e_day)
+        ).all()
+        # Deadlines reach a week back (proximity looks ahead), so they get their own key;
+        # titles are matched here, with the same pattern the meters use.
+        titled = session.execute(
+            select(e.c.start_utc, e.c.title, e.c.status, e.c.updated_at).where(
+                e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < hi
+            )
+        ).all()
+    out = {f"r:{_day(row[0])}": "|".join(map(str, row[1:])) for row in readings}
+    out.update({f"e:{_day(row[0])}": "|".join(map(str, row[1:])) for row in events})
+    deadlines: dict[str, list[str]] = {}
+    for start, title, status, updated in titled:
+        if deadline_pattern.search(title or ""):
+            deadlines.setdefault(f"d:{_day(start)}", []).append(f"{start}{status}{updated}")
+    out.update({key: "|".join(sorted(parts)) for key, parts in deadlines.items()})
+    return out
+
+
+def first_changed_day(old: dict[str, str], new: dict[str, str], since: date) -> date | None:
+    """The earliest local day whose slots a change can reach (None: nothing changed).
+
+    Days before `since` have slid out of the compared range and are ignored.
+    """
+    earliest: date | None = None
+    for key in old.keys() | new.keys():
+        kind, day = key.split(":", 1)
+        if old.get(key) == new.get(key) or date.fromisoformat(day) <= since:
+            continue
+        reach = DEADLINE_REACH_DAYS if kind == "d" else READING_REACH_DAYS
+        d = date.fromisoformat(day) - timedelta(days=reach)
+        earliest = d if earliest is None or d < earliest else earliest
+    return earliest
+
+
+def slots_to_recompute(
+    window: list[SlotKey],
+    stored: set[tuple[date, int]],
+    changed_from: date | None,
+    last_current: SlotKey | None,
+) -> list[SlotKey]:
+    """Window slots that are missing, at or after a change, or at or after the last current."""
+    marks = [(changed_from, 0)] if changed_from else []
+    if last_current is not None:
+        marks.append((last_current.local_date, last_current.slot))
+    start = min(marks) if marks else (window[-1].local_date, window[-1].slot)
+    return [
+        k for k in window if (k.local_date, k.slot) >= start or (k.local_date, k.slot) not in stored
+    ]

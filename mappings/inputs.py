@@ -1,0 +1,352 @@
+"""The proxy table: every meter input as an array over slots (NaN score = no evidence).
+
+Each input is a score in [0, 1] where higher is better for the meters it feeds, a
+confidence, the raw value it came from (with its unit) and, where one applies, the
+personal baseline it was compared with. Physiology only uses evidence available by the
+slot's end (or now), so the morning reflects the night and later slots the day's load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+
+import numpy as np
+
+from mappings import sleep as sleep_features
+from mappings import steps as step_features
+from mappings.baselines import squash
+from mappings.calendar_features import CalendarFeatures, CalendarRules
+from mappings.frames import NS_PER_DAY, NS_PER_HOUR, NS_PER_MIN, Events, Readings, zone_offset_ns
+from mappings.intervals import Cumulative
+from mappings.signals import SIGNALS, score_signal
+from mappings.slots import SlotKey, day_bounds, slot_bounds
+
+EPOCH = date(1970, 1, 1).toordinal()
+PRESENCE_DAYS = 28  # a habit signal (workouts, mindfulness) counts if logged this recently
+STEP_HISTORY_DAYS = 28
+ACTIVE_HOURS = (7, 22)  # steps are expected over this local window
+
+
+@dataclass
+class InputArray:
+    name: str
+    score: np.ndarray
+    confidence: np.ndarray
+    raw: np.ndarray
+    unit: str = ""
+    # per slot: {label: baseline value}, for provenance (None: no baseline applies)
+    baseline: Callable[[int], dict[str, float]] | None = None
+
+
+@dataclass
+class SlotArrays:
+    keys: list[SlotKey]
+    day: np.ndarray  # local date as epoch days
+    day_lo: np.ndarray
+    slot_lo: np.ndarray
+    slot_hi: np.ndarray
+    as_of: np.ndarray
+    active_lo: np.ndarray
+    tz_offset: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+
+_EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _ns(dt: datetime) -> int:
+    return (dt - _EPOCH_UTC) // timedelta(microseconds=1) * 1000
+
+
+def slot_arrays(
+    keys: list[SlotKey], tz: tzinfo, boundaries: tuple[time, ...], now: datetime
+) -> SlotArrays:
+    day_cache: dict[date, tuple[int, int]] = {}
+    lo, hi, dlo, act, day = [], [], [], [], []
+    for key in keys:
+        if key.local_date not in day_cache:
+            d0, _ = day_bounds(key.local_date, tz, boundaries)
+            a0 = datetime.combine(key.local_date, time(ACTIVE_HOURS[0]), tzinfo=tz)
+            day_cache[key.local_date] = (_ns(d0), _ns(a0))
+        s0, s1 = slot_bounds(key, tz, boundaries)
+        lo.append(_ns(s0))
+        hi.append(_ns(s1))
+        dlo.append(day_cache[key.local_date][0])
+        act.append(day_cache[key.local_date][1])
+        day.append(key.local_date.toordinal() - EPOCH)
+    slot_hi = np.array(hi, dtype=np.int64)
+    as_of = np.minimum(slot_hi, _ns(now))
+    return SlotArrays(
+        keys,
+        np.array(day, dtype=np.int64),
+        np.array(dlo, dtype=np.int64),
+        np.array(lo, dtype=np.int64),
+        slot_hi,
+        as_of,
+        np.array(act, dtype=np.int64),
+        zone_offset_ns(as_of, tz),
+    )
+
+
+def sleep_inputs(readings: Readings, sl: SlotArrays, targets: dict[str, float]) -> list[InputArray]:
+    night = sleep_features.nightly(readings)
+    if night.empty:
+        return []
+    row = night.reindex(sl.day)
+    known = row["end"].notna().to_numpy() & (row["end"].fillna(np.inf).to_numpy() <= sl.as_of)
+
+    def col(name: str) -> np.ndarray:
+        return np.where(known, row[name].to_numpy(dtype=float), np.nan)
+
+    conf = col("confidence")
+    asleep = col("asleep_min")
+    staged = known & row["staged"].fillna(False).to_numpy(dtype=bool)
+    deep, rem = (
+        np.where(staged, col("deep_share"), np.nan),
+        np.where(staged, col("rem_share"), np.nan),
+    )
+    eff, reg = col("efficiency"), col("regularity_min")
+    need = targets["sleep_minutes"]
+    out = [
+        InputArray("sleep_duration", squash((asleep - (need - 60)) / 45), conf, asleep, "min"),
+        InputArray("sleep_efficiency", squash((eff - 0.85) / 0.04), conf, eff, "share"),
+        InputArray(
+            "deep_sleep_share",
+            squash((deep - targets["deep_share"] * 0.75) / 0.04),
+            conf,
+            deep,
+            "share",
+        ),
+        InputArray(
+            "rem_sleep_share",
+            squash((rem - targets["rem_share"] * 0.75) / 0.04),
+            conf,
+            rem,
+            "share",
+        ),
+        InputArray(
+            "sleep_regularity", squash((60 - reg) / 30), conf, reg, "min off your usual midpoint"
+        ),
+    ]
+    for inp in out:
+        inp.score = np.where(np.isnan(inp.raw), np.nan, inp.score)
+        inp.confidence = np.where(np.isnan(inp.raw), np.nan, inp.confidence)
+    return out
+
+
+def signal_inputs(readings: Readings, sl: SlotArrays) -> list[InputArray]:
+    out = []
+    for signal in SIGNALS:
+        res = score_signal(readings, signal, sl.as_of, sl.tz_offset)
+        if not res.sources:
+            continue
+        spoke = [
+            (label, mean.tolist(), np.round(center, 3).tolist())
+            for label, (mean, center) in res.sources.items()
+        ]
+
+        def baseline(i: int, spoke: list = spoke) -> dict[str, float]:
+            here = [(label, m[i], c[i]) for label, m, c in spoke if m[i] == m[i]]
+            out = {f"{label}_median": center for label, _, center in here}
+            if len(here) > 1:  # the value is per source then
+                out.update({f"{label}_latest": round(mean, 3) for label, mean, _ in here})
+            return out
+
+        out.append(
+            InputArray(signal.name, res.score, res.confidence, res.raw, signal.unit, baseline)
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Habit:
+    """Minutes of something a person logs (workouts, mindfulness) over a trailing window."""
+
+    name: str
+    metric: str
+    window_days: int
+    unit: str
+    target: str  # key in [targets]
+    saturating: bool  # 1 - exp(-m / target) instead of min(1, m / target)
+
+
+# Habits count only for people who log them: no workout in 28 days means no evidence,
+# not a zero (someone without a watch app is not penalised).
+HABITS = (
+    Habit("workouts", "workout", 7, "min in 7 days", "workout_minutes_week", False),
+    Habit("mindful", "mindful", 1, "min in 24 h", "mindful_minutes_day", True),
+)
+
+
+def steps_input(
+    readings: Readings,
+    sl: SlotArrays,
+    targets: dict[str, float],
+    priority: tuple[str, ...],
+    day_start: time,
+) -> list[InputArray]:
+    """Steps so far today vs the person's usual day, scaled to the time of day."""
+    resolved = step_features.resolve(readings, priority)
+    if resolved.empty:
+        return []
+    done, records = step_features.StepCounter(resolved).between(sl.day_lo, sl.as_of)
+    active = (ACTIVE_HOURS[1] - ACTIVE_HOURS[0]) * NS_PER_HOUR
+    fraction = np.clip((sl.as_of - sl.active_lo) / active, 0, 1)
+    start_ns = (day_start.hour * 60 + day_start.minute) * NS_PER_MIN
+    daily = step_features.daily_totals(resolved, start_ns)
+    first = int(min(daily.index.min(), sl.day.min()))
+    full = daily.reindex(range(first, int(max(daily.index.max(), sl.day.max())) + 1))
+    past = full.shift(1).rolling(STEP_HISTORY_DAYS, min_periods=1)
+    median = past.median().reindex(sl.day).to_numpy()
+    days = past.count().reindex(sl.day).fillna(0).to_numpy()
+    personal = days >= 7
+    usual = np.where(personal, median, targets["steps_per_day"])
+    conf = np.where(personal, np.minimum(1.0, days / 14), 0.4) * fraction
+    ratio = done / np.maximum(usual * fraction, 1.0)
+    has = (records > 0) & (fraction >= 0.05)
+    usual_list = np.round(usual, 3).tolist()
+    return [
+        InputArray(
+            "steps",
+            np.where(has, squash(2.0 * (ratio - 1.0)), np.nan),
+            np.where(has, conf, np.nan),
+            np.where(has, done, np.nan),
+            "steps today",
+            lambda i: {"usual_per_day": usual_list[i]},
+        )
+    ]
+
+
+def habit_inputs(readings: Readings, sl: SlotArrays, targets: dict[str, float]) -> list[InputArray]:
+    out = []
+    for habit in HABITS:
+        frame = readings.metric(habit.metric)
+        if frame.empty:
+            continue
+        end = frame["end"].to_numpy()
+        minutes = frame["value"].to_numpy(dtype=float)
+        span = (end - frame["start"].to_numpy()) / NS_PER_MIN
+        # No value: the record's length; a negative value is a broken record.
+        minutes = np.clip(np.where(np.isnan(minutes), span, minutes), 0.0, None)
+        cum = Cumulative(end, minutes)
+        total, _ = cum.window(sl.as_of - habit.window_days * NS_PER_DAY, sl.as_of)
+        _, recent = cum.window(sl.as_of - PRESENCE_DAYS * NS_PER_DAY, sl.as_of)
+        target = targets[habit.target]
+        score = (
+            1.0 - np.exp(-total / target) if habit.saturating else np.minimum(1.0, total / target)
+        )
+        has = recent > 0
+        out.append(
+            InputArray(
+                habit.name,
+                np.where(has, score, np.nan),
+                np.where(has, 0.9, np.nan),
+                np.where(has, total, np.nan),
+                habit.unit,
+            )
+        )
+    return out
+
+
+def calendar_inputs(
+    events: Events, sl: SlotArrays, targets: dict[str, float], rules: CalendarRules
+) -> list[InputArray]:
+    cal = CalendarFeatures(events, rules)
+    has = cal.has_calendar(sl.day_lo - 7 * NS_PER_DAY, sl.slot_hi)
+    if not has.any():
+        return []
+    n = len(sl.keys)
+    one = np.ones(n)
+
+    def gate(values: np.ndarray, extra: np.ndarray | None = None) -> np.ndarray:
+        ok = has if extra is None else has & extra
+        return np.where(ok, values, np.nan)
+
+    slot_busy = np.nan_to_num(cal.busy_share(sl.slot_lo, sl.slot_hi))
+    later = sl.slot_lo > sl.day_lo
+    load = np.nan_to_num(cal.busy_share(sl.day_lo, sl.slot_lo))
+    meetings = cal.meetings(sl.day_lo, sl.slot_hi)
+    stretch = cal.longest_stretch_min(sl.day_lo, sl.slot_hi)
+    focus_today = cal.focus_min(sl.day_lo, sl.as_of)
+    focus_week = cal.focus_min(sl.day_lo - 7 * NS_PER_DAY, sl.day_lo) / 7
+    social = cal.social_events(sl.as_of - 7 * NS_PER_DAY, sl.as_of)
+    deadline = cal.days_to_deadline(sl.as_of)
+    work = targets["work_minutes"]
+    return [
+        InputArray(
+            "slot_density",
+            gate(1.0 - slot_busy),
+            gate(one),
+            gate(slot_busy),
+            "busy share of this slot",
+        ),
+        InputArray(
+            "day_load",
+            gate(1.0 - np.minimum(1.0, load * 2), later),
+            gate(one, later),
+            gate(load, later),
+            "busy share of the day so far",
+        ),
+        InputArray(
+            "meeting_density",
+            gate(1.0 - np.minimum(1.0, meetings / (2 * targets["meetings_per_day"]))),
+            gate(one),
+            gate(meetings),
+            "meetings today",
+        ),
+        InputArray(
+            "longest_stretch",
+            gate(squash((targets["stretch_minutes"] - stretch) / 30)),
+            gate(one),
+            gate(stretch),
+            "min without a break",
+        ),
+        InputArray(
+            "focus_today",
+            gate(np.minimum(1.0, focus_today / work)),
+            gate(one),
+            gate(focus_today),
+            "focus min today",
+        ),
+        InputArray(
+            "focus_week",
+            gate(np.minimum(1.0, focus_week / work)),
+            gate(one * 0.8),
+            gate(focus_week),
+            "focus min per day, past 7 days",
+        ),
+        InputArray(
+            "deadline_runway",
+            gate(np.where(np.isnan(deadline), 1.0, np.clip(deadline / 7, 0.0, 1.0))),
+            gate(one * 0.7),
+            gate(deadline),
+            "days to the next deadline",
+        ),
+        InputArray(
+            "social_week",
+            gate(1.0 - np.exp(-social / targets["social_events_week"])),
+            gate(one),
+            gate(social),
+            "social/family events in 7 days",
+        ),
+    ]
+
+
+def all_inputs(
+    readings: Readings,
+    events: Events,
+    sl: SlotArrays,
+    targets: dict[str, float],
+    priority: tuple[str, ...],
+    rules: CalendarRules,
+    day_start: time,
+) -> dict[str, InputArray]:
+    found = [
+        *sleep_inputs(readings, sl, targets),
+        *signal_inputs(readings, sl),
+        *steps_input(readings, sl, targets, priority, day_start),
+        *habit_inputs(readings, sl, targets),
+        *calendar_inputs(events, sl, targets, rules),
+    ]
+    return {inp.name: inp for inp in found}

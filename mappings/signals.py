@@ -1,0 +1,144 @@
+"""Physiological signals scored against personal baselines, per source, for many slots.
+
+Each signal is declared once (which metrics, how long a window of readings counts as
+"now", direction, scale, cold-start anchor). HRV is scored per metric *and* origin, so
+Apple's SDNN and Whoop's or Garmin's RMSSD are each compared to their own history and only
+the resulting scores are averaged: raw values of two methods are never mixed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from mappings.baselines import BaselineRule, rolling_baseline, score_against
+from mappings.frames import NS_PER_HOUR, Readings, epoch_day
+
+
+@dataclass(frozen=True, kw_only=True)
+class Signal:
+    name: str
+    metrics: tuple[str, ...]
+    window_hours: float  # readings ending in (as_of - window, as_of] are "the latest"
+    inverse: bool = False
+    log: bool = True
+    spread_floor: float = 0.05
+    population: dict[str, tuple[float, float]] = field(default_factory=dict)
+    unit: str = ""
+
+
+SIGNALS: tuple[Signal, ...] = (
+    Signal(
+        name="hrv",
+        metrics=("hrv_sdnn", "hrv_rmssd"),
+        window_hours=24,
+        population={"hrv_sdnn": (45.0, 0.35), "hrv_rmssd": (40.0, 0.40)},
+        unit="ms",
+    ),
+    Signal(
+        name="resting_hr",
+        metrics=("resting_hr",),
+        window_hours=24,
+        inverse=True,
+        spread_floor=0.03,
+        population={"resting_hr": (62.0, 0.10)},
+        unit="bpm",
+    ),
+    Signal(
+        name="stress",
+        metrics=("stress",),
+        window_hours=6,
+        inverse=True,
+        log=False,
+        spread_floor=5.0,
+        population={"stress": (35.0, 12.0)},
+        unit="0-100",
+    ),
+    Signal(
+        name="recovery",
+        metrics=("recovery",),
+        window_hours=24,
+        log=False,
+        spread_floor=8.0,
+        population={"recovery": (55.0, 20.0)},
+        unit="%",
+    ),
+    Signal(
+        name="body_battery",
+        metrics=("body_battery",),
+        window_hours=3,
+        log=False,
+        spread_floor=8.0,
+        population={"body_battery": (50.0, 20.0)},
+        unit="0-100",
+    ),
+)
+
+
+@dataclass
+class SignalResult:
+    """Per slot: score, confidence, mean raw value (NaN = no evidence) and per-source detail."""
+
+    score: np.ndarray
+    confidence: np.ndarray
+    raw: np.ndarray
+    # source label -> (latest value, baseline centre) arrays, for provenance
+    sources: dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+def score_signal(
+    readings: Readings,
+    signal: Signal,
+    as_of: np.ndarray,
+    tz_offset_ns: np.ndarray,
+) -> SignalResult:
+    """Score one signal for every slot (as_of: slot evidence cut-off, ns UTC)."""
+    n = len(as_of)
+    total_score, total_conf, total_raw = np.zeros(n), np.zeros(n), np.zeros(n)
+    count = np.zeros(n)
+    sources: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    window = int(signal.window_hours * NS_PER_HOUR)
+    lo = as_of - window
+    base_day = epoch_day(lo + tz_offset_ns)
+    frame = readings.metric(*signal.metrics)
+    frame = frame[frame["value"] > 0] if signal.log else frame[frame["value"] >= 0]
+    last_day = int(base_day.max()) if n else 0
+    for (metric, origin), group in frame.groupby(["metric", "origin"], sort=True):
+        end = group["end"].to_numpy()
+        values = group["value"].to_numpy(dtype=float)
+        order = np.argsort(end, kind="stable")
+        end, values = end[order], values[order]
+        cum = np.concatenate(([0.0], np.cumsum(values)))
+        a = np.searchsorted(end, lo, side="right")
+        b = np.searchsorted(end, as_of, side="right")
+        k = b - a
+        has = k > 0
+        if not has.any():
+            continue
+        mean = np.where(has, (cum[b] - cum[a]) / np.maximum(k, 1), np.nan)
+        daily = pd.Series(values).groupby(epoch_day(group["local_end"].to_numpy()[order])).mean()
+        rule = BaselineRule(
+            log=signal.log,
+            spread_floor=signal.spread_floor,
+            population=signal.population.get(str(metric)),
+        )
+        base = rolling_baseline(daily, rule, last_day)
+        score, conf, center = score_against(
+            np.where(has, mean, 1.0), base, base_day, rule, signal.inverse
+        )
+        total_score += np.where(has, score, 0.0)
+        total_conf += np.where(has, conf, 0.0)
+        total_raw += np.where(has, mean, 0.0)
+        count += has
+        label = f"{metric}:{origin or 'unknown'}"
+        sources[label] = (mean, np.where(has, center, np.nan))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return SignalResult(
+            np.where(count > 0, total_score / count, np.nan),
+            np.where(count > 0, total_conf / count, np.nan),
+            # One number only when one source spoke: SDNN and RMSSD are never averaged.
+            np.where(count == 1, total_raw, np.nan),
+            sources,
+        )
