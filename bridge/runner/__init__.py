@@ -9,6 +9,7 @@ from bridge.runner.base import Recommendation, Runner
 
 # name -> "module:Class", imported on demand.
 RUNNERS: dict[str, str] = {
+    "bundled": "bridge.runner.bundled:BundledRunner",
     "heuristic": "bridge.runner.heuristic:HeuristicRunner",
     "random": "bridge.runner.random_runner:RandomRunner",
 }
