@@ -384,6 +384,7 @@ def status(as_json: JsonOpt = False) -> None:
 
 
 # Command modules register themselves on `app` when imported (one line each).
+import bridge.commands.model  # noqa: E402, F401
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from bridge.runner.base import Recommendation, Runner
 RUNNERS: dict[str, str] = {
     "bundled": "bridge.runner.bundled:BundledRunner",
     "heuristic": "bridge.runner.heuristic:HeuristicRunner",
+    "openai": "bridge.runner.openai_runner:OpenAIRunner",
     "random": "bridge.runner.random_runner:RandomRunner",
 }
 

@@ -10,7 +10,9 @@ from bridge.runner.base import Recommendation
 from bridge.sim.world import N_ACTIONS, Person, accept_probability, expected_delta
 from mappings.actions import ACTIONS, METERS
 
-SAFE = 0.15  # a recommendation should not be expected to take a meter below this
+SAFE = (
+    0.2  # as the bundled runner: a recommendation should not be expected to take a meter below this
+)
 
 
 def _meters(observation: dict[str, Any]) -> np.ndarray:

@@ -24,6 +24,7 @@ class Episode:
     latencies: list[float] = field(default_factory=list)
     meters: list[list[float]] = field(default_factory=list)
     errors: int = 0
+    final_belief: list[float] | None = None
 
 
 def observation(t: int, meters: np.ndarray) -> dict[str, Any]:
@@ -87,4 +88,9 @@ def run_episode(
         ep.crashed.append(bool((after < CRASH).any()))
         ep.meters.append(after.tolist())
         meters = after
+    try:  # the belief after the last answer, for "MAE after 112 interactions"
+        last = runner.recommend(observation(slots, meters), history).belief
+        ep.final_belief = list(last) if last is not None else None
+    except Exception:
+        ep.errors += 1
     return ep
