@@ -307,8 +307,31 @@ def classify(
 
 
 @app.command()
-def recommend(as_json: JsonOpt = False) -> None:
-    """Recommend an action for the coming slot from the stored state."""
+def recommend(
+    as_json: JsonOpt = False,
+    state: Annotated[
+        Path | None,
+        typer.Option("--state", help="Recommend from this observation JSON, not the store."),
+    ] = None,
+    history: Annotated[
+        Path | None,
+        typer.Option("--history", help="With --state: the interaction history JSON array."),
+    ] = None,
+) -> None:
+    """Recommend an action for the coming slot from the stored state (or JSON documents)."""
+    if state is not None or history is not None:
+        from bridge.pipeline import configured_runner
+        from bridge.runner.documents import load_documents
+
+        if state is None:
+            raise BridgeError("--history needs --state (the observation to recommend for)")
+        obs, hist = load_documents(state, history)
+        rec = configured_runner(_settings()).recommend(obs, hist).as_dict()
+        if as_json:
+            _print_json(rec)
+        else:
+            typer.echo(f"{rec['action']} — {rec['rationale']} [{rec['runner']}]")
+        return
     from bridge.export import recommendation_document
     from bridge.pipeline import recommend as make
 

@@ -99,7 +99,7 @@ class Sources(_Section):
 
 
 class RunnerSettings(_Section):
-    name: str = "heuristic"
+    name: str = "bundled"
     options: dict[str, Any] = {}
 
 

@@ -265,12 +265,22 @@ def interaction_history(
     return history
 
 
+def configured_runner(settings: Settings, name: str | None = None) -> Any:
+    """The runner the config names, built with its options; a bad option is a config error."""
+    from bridge.runner import load_runner
+
+    name = name or settings.runner.name
+    options = dict(settings.runner.options) if name == settings.runner.name else {}
+    try:
+        return load_runner(name, **options)
+    except (ValueError, TypeError) as err:
+        raise BridgeError(f"config key 'runner': {err}") from None
+
+
 def recommend(
     store: Store, settings: Settings, now: datetime, *, runner_name: str | None = None
 ) -> Recommendation:
     """The recommendation for the coming slot; made once per slot and then kept."""
-    from bridge.runner import load_runner
-
     key = target_slot(settings, now)
     with store.session() as session:
         existing = session.execute(
@@ -282,12 +292,7 @@ def recommend(
         return existing
     obs = observation_for(store, settings, key, now)
     history = interaction_history(store, key)
-    name = runner_name or settings.runner.name
-    try:
-        runner = load_runner(name, **settings.runner.options)
-    except (ValueError, TypeError) as err:
-        raise BridgeError(f"config key 'runner': {err}") from None
-    rec = runner.recommend(obs, history)
+    rec = configured_runner(settings, runner_name).recommend(obs, history)
     row = {
         "local_date": key.local_date,
         "slot": key.slot,

@@ -20,15 +20,33 @@ HISTORY = [
     {
         "day": 0,
         "slot": 0,
-        "meters": {"vitality": 0.7, "cognition": 0.6, "progress": 0.5, "serenity": 0.6, "connection": 0.5},
+        "meters": {
+            "vitality": 0.7,
+            "cognition": 0.6,
+            "progress": 0.5,
+            "serenity": 0.6,
+            "connection": 0.5,
+        },
         "action": "DEEP_WORK",
         "response": "ignored",
-        "meter_deltas": {"vitality": -0.02, "cognition": None, "progress": 0.01, "serenity": 0.0, "connection": 0.0},
+        "meter_deltas": {
+            "vitality": -0.02,
+            "cognition": None,
+            "progress": 0.01,
+            "serenity": 0.0,
+            "connection": 0.0,
+        },
     },
     {
         "day": 0,
         "slot": 1,
-        "meters": {"vitality": 0.7, "cognition": 0.6, "progress": 0.5, "serenity": 0.6, "connection": 0.5},
+        "meters": {
+            "vitality": 0.7,
+            "cognition": 0.6,
+            "progress": 0.5,
+            "serenity": 0.6,
+            "connection": 0.5,
+        },
         "action": "EXERCISE",
         "response": "accepted",
         "meter_deltas": {},
@@ -92,7 +110,10 @@ def test_openai_runner_uses_the_model_answer():
     rec = runner().recommend(OBS, HISTORY)
     assert rec.action == "EXERCISE" and rec.runner == "openai" and rec.fallback_reason is None
     assert rec.belief == [round(4 / 9, 3), round(2 / 9, 3), round(6 / 9, 3)]
-    assert rec.rationale.startswith("Morning DEEP_WORK was ignored") and "late chronotype" in rec.rationale
+    assert (
+        rec.rationale.startswith("Morning DEEP_WORK was ignored")
+        and "late chronotype" in rec.rationale
+    )
     sent = route.calls.last.request
     body = __import__("json").loads(sent.content)
     assert body["model"] == "qwen2.5:3b" and body["messages"][0]["role"] == "system"

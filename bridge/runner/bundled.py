@@ -12,6 +12,7 @@ No weights change at inference; a weekly adapter (bridge.adapter) can sharpen th
 from __future__ import annotations
 
 import json
+from collections import Counter
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
@@ -29,7 +30,7 @@ from bridge.runner.features import (
 )
 from mappings.actions import ACTIONS, METERS
 
-GRID_POINTS = 11
+GRID_POINTS = 9
 IN_RANGE = (0.1, 0.9)  # where the training profiles lived; outside is allowed, less likely
 OUTSIDE_PRIOR = 0.35
 SAFE = 0.2  # never recommend what is expected to leave a meter below this
@@ -204,19 +205,15 @@ def _rationale(
         return f"no answers yet; starting from the population prior; {tail}"
     axis = int(np.argmax(np.abs(belief - 0.5)))
     low, high, actions = _AXIS_WORDS[axis]
-    best, count = None, 0
-    for slot in range(4):
-        for act in actions:
-            for resp in ("accepted", "ignored"):
-                n = sum(
-                    1
-                    for h in history
-                    if h.get("action") == act
-                    and h.get("slot") == slot
-                    and h.get("response") == resp
-                )
-                if n > count:
-                    best, count = f"{_SLOT_WORDS[slot]} {act} {resp} {n}x", n
+    counts = Counter(
+        (h.get("slot"), h.get("action"), h.get("response"))
+        for h in history
+        if h.get("action") in actions and h.get("response") in ("accepted", "ignored")
+    )
+    best = None
+    if counts:
+        (slot, act, resp), n = max(counts.items(), key=lambda kv: kv[1])
+        best = f"{_SLOT_WORDS[int(slot) % 4]} {act} {resp} {n}x"
     label = low if belief[axis] < 0.5 else high
     shape = " ".join(f"{k}={v:.2f}" for k, v in zip(AXES, belief, strict=True))
     evidence = f"{best} -> " if best else ""

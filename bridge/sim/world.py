@@ -96,7 +96,7 @@ def expected_delta(person: Person, action: int, slot: int) -> np.ndarray:
         d[P] *= 1.0 + 0.6 * al  # a morning person gets more done in the morning
         d[C] += 0.05 * al
     if action in WORK:
-        d[V] += (0.14 if action == A["DEEP_WORK"] else 0.08) * w  # a workaholic recovers
+        d[V] += (0.22 if action == A["DEEP_WORK"] else 0.12) * w  # a workaholic recovers
         d[SE] += 0.05 * w
     if d[SE] < 0:
         d[SE] *= 1.5 - person.stress_tolerance
