@@ -101,6 +101,7 @@ class Sources(_Section):
 class RunnerSettings(_Section):
     name: str = "bundled"
     options: dict[str, Any] = {}
+    adapter_refit_days: int = Field(7, ge=0, le=365)
 
 
 class ClassifierSettings(_Section):

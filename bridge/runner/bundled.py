@@ -68,7 +68,10 @@ class BundledModel:
         return w.astype(np.float32) @ self.g32.T
 
     def log_posterior(
-        self, history: list[dict[str, Any]], log_prior: np.ndarray | None = None
+        self,
+        history: list[dict[str, Any]],
+        log_prior: np.ndarray | None = None,
+        bias: np.ndarray | None = None,
     ) -> np.ndarray:
         logp = (self.log_prior if log_prior is None else log_prior).copy()
         items = [
@@ -80,6 +83,8 @@ class BundledModel:
         y = np.array([RESPONSE_VALUE[h["response"]] for h in items])
         ctx = np.array([context(int(h["slot"]), meters_of(h.get("meters") or {})) for h in items])
         z = self.accept_logits(acts, ctx)
+        if bias is not None:
+            z = z + bias[acts][:, None].astype(np.float32)
         # log sigmoid(z) if accepted, log sigmoid(-z) if not; stable for large |z|
         signed = np.clip(np.where(y[:, None] == 1.0, z, -z), -30.0, 30.0)
         logp += np.log(1.0 / (1.0 + np.exp(-signed))).sum(0, dtype=np.float64)
@@ -139,14 +144,18 @@ class BundledRunner:
         self.model = load_model(model)
         self.version = self.model.version
         self.probe, self.probe_horizon = probe, probe_horizon
-        self.log_prior = None
+        self.log_prior: np.ndarray | None = None
+        self.bias: np.ndarray | None = None
+        self.history_since = None  # with an adapter: it already holds the older answers
         if adapter:
             from bridge.adapter import load_adapter
 
-            self.log_prior = load_adapter(adapter, self.model)
+            fitted = load_adapter(adapter, self.model)
+            self.log_prior, self.bias = fitted.log_prior, fitted.action_bias
+            self.history_since = fitted.through
 
     def posterior(self, history: list[dict[str, Any]]) -> np.ndarray:
-        w = np.exp(self.model.log_posterior(history, self.log_prior).astype(np.float64))
+        w = np.exp(self.model.log_posterior(history, self.log_prior, self.bias).astype(np.float64))
         return w / w.sum()
 
     def recommend(
@@ -157,7 +166,10 @@ class BundledRunner:
         belief = post @ m.grid
         slot, meters = int(observation.get("slot", 0)) % 4, meters_of(observation)
         every = np.arange(len(ACTIONS))
-        p = 1.0 / (1.0 + np.exp(-m.accept_logits(every, np.tile(context(slot, meters), (10, 1)))))
+        z = m.accept_logits(every, np.tile(context(slot, meters), (10, 1)))
+        if self.bias is not None:
+            z = z + self.bias[:, None]
+        p = 1.0 / (1.0 + np.exp(-z))
         expected = p @ post  # (A,)
         # Mutual information between the answer and the profile: what asking would teach.
         gain = _entropy(expected) - _entropy(p) @ post
