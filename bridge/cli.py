@@ -364,8 +364,21 @@ def feedback(
 def export(
     out: Annotated[Path | None, typer.Option("--out", help="Write here (default: stdout).")] = None,
     since: Annotated[str | None, typer.Option(help="First local date YYYY-MM-DD.")] = None,
+    training_data: Annotated[
+        Path | None,
+        typer.Option(
+            "--training-data",
+            help="Instead: write your answers as a chat-format JSONL fine-tuning set here.",
+        ),
+    ] = None,
 ) -> None:
     """Export the meter snapshot document (schema rhythm-bridge/snapshot@1)."""
+    if training_data is not None:
+        from bridge.training_data import write_training_data
+
+        count = write_training_data(_store(), _settings(), training_data)
+        typer.echo(f"wrote {count} examples to {training_data}")
+        return
     from bridge.export import build_snapshot, write_snapshot
 
     try:

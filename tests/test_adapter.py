@@ -47,8 +47,10 @@ def test_fitted_adapter_knows_the_person_and_their_dislikes():
     runner = BundledRunner()
     ep = run_episode(runner, person, 56)
     from bridge.sim.episode import history_item
+    from bridge.sim.world import initial_meters
 
-    meters = np.array([[0.6] * 5] + ep.meters)
+    start = initial_meters(np.random.default_rng([person.seed, 0]))
+    meters = np.array([start, *ep.meters])
     history = [
         history_item(t, meters[t], a, ok, meters[t + 1])
         for t, (a, ok) in enumerate(zip(ep.actions, ep.accepted, strict=True))
@@ -98,3 +100,41 @@ def test_the_daemon_job_refits_only_when_the_adapter_is_stale(store, settings):
     assert fresh > 1_000_000
     _refit_adapter(settings, store)  # ...a fresh one is left alone
     assert path.stat().st_mtime == fresh
+
+
+def test_export_training_data_is_chat_jsonl_with_rewards(store, settings, tmp_path):
+    import stat
+
+    from typer.testing import CliRunner
+
+    from bridge.cli import _state, app
+    from bridge.training_data import write_training_data
+    from tests.helpers import write_config
+
+    ids = store_answers(store, 2, lambda a: "accepted" if a == "SLEEP" else "ignored")
+    record_feedback(store, ids[0][0], "accepted")  # a repeat answer changes nothing
+    out = tmp_path / "train.jsonl"
+    assert write_training_data(store, settings, out) == 8
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    first, last = lines[0], lines[-1]
+    assert [m["role"] for m in first["messages"]] == ["system", "user", "assistant"]
+    assert "(none yet)" in first["messages"][1]["content"]
+    assert first["reward"] == -1.0 and first["response"] == "ignored"
+    assert last["reward"] == 1.0 and last["messages"][2]["content"].endswith("\n4 4 4 SLEEP")
+    # the last example's prompt holds the 7 earlier answers, in the seed's format
+    assert last["messages"][1]["content"].count("-> recommended") == 7
+    assert "-> recommended SOCIALIZE -> user: IGNORED" in last["messages"][1]["content"]
+    # through the CLI
+    cfg = write_config(tmp_path / "c.toml", settings.data_path)
+    _state.clear()
+    try:
+        result = CliRunner().invoke(
+            app, ["--config", str(cfg), "export", "--training-data", str(tmp_path / "cli.jsonl")]
+        )
+        assert result.exit_code == 0, result.output
+        assert "wrote 8 examples" in result.stdout
+    finally:
+        if _state.get("store") is not None:
+            _state["store"].dispose()
+        _state.clear()
