@@ -72,18 +72,18 @@ def fit_adapter(history: list[dict[str, Any]], model: Any) -> dict[str, Any]:
     }
 
 
-def load_adapter(path: str | Path, model: Any) -> Adapter:
-    """Read an adapter document; InputError names the file if it is unusable."""
-    path = Path(path)
+def load_adapter(source: str | Path | dict[str, Any], model: Any) -> Adapter:
+    """An adapter from its JSON file (or document); InputError names what is unusable."""
+    where = "adapter" if isinstance(source, dict) else str(source)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = source if isinstance(source, dict) else json.loads(Path(source).read_text("utf-8"))
         mean = np.array(doc["belief_mean"], dtype=float)
         cov = np.array(doc["belief_cov"], dtype=float) * WIDEN + np.eye(3) * 1e-3
         bias = np.array([float(doc["action_bias"].get(a, 0.0)) for a in ACTIONS])
         through = date.fromisoformat(doc["through"]) if doc.get("through") else None
         inv = np.linalg.inv(cov)
-    except (OSError, ValueError, KeyError, TypeError, np.linalg.LinAlgError) as err:
-        raise InputError(f"{path}: not a usable adapter ({err}); delete it to refit") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, np.linalg.LinAlgError) as err:
+        raise InputError(f"{where}: not a usable adapter ({err}); delete it to refit") from None
     d = model.grid - mean
     log_prior = model.log_prior - 0.5 * np.einsum("ki,ij,kj->k", d, inv, d)
     return Adapter(log_prior, bias, through)

@@ -47,10 +47,16 @@ def eval_(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Write the acceptance curves as SVG here.")
     ] = None,
+    adapter: Annotated[
+        bool,
+        typer.Option(
+            "--adapter", help="Also run bundled with a Phase 3 adapter fitted on a prior month."
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run random, heuristic, bundled, no-prior and oracle over the same simulated people."""
-    from bridge.sim.evaluate import evaluate, format_table
+    from bridge.sim.evaluate import ADAPTED, RUNNERS, evaluate, format_table
 
     if split not in ("in", "ood"):
         raise InputError(f"--split {split!r}: use 'in' or 'ood'")
@@ -58,6 +64,7 @@ def eval_(
         split,
         people,
         seed,
+        runners=(*RUNNERS, ADAPTED) if adapter else RUNNERS,
         progress=None if as_json else lambda n: typer.echo(f"running {n}…", err=True),
     )
     if plot is not None:

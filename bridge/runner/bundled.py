@@ -137,7 +137,7 @@ class BundledRunner:
     def __init__(
         self,
         model: str | None = None,
-        adapter: str | None = None,
+        adapter: str | dict[str, Any] | None = None,
         probe: float = PROBE,
         probe_horizon: int = PROBE_HORIZON,
     ) -> None:

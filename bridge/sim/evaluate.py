@@ -3,25 +3,47 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from bridge.sim.baselines import BanditRunner, OracleRunner
-from bridge.sim.episode import SLOTS_PER_EPISODE, Episode, run_episode
+from bridge.sim.episode import SLOTS_PER_EPISODE, Episode, history_item, run_episode
 from bridge.sim.population import SPLIT_SEEDS, people
 from bridge.sim.world import Person
 
 RUNNERS = ("random", "heuristic", "bundled", "no-prior", "oracle")
+ADAPTED = "bundled+adapter"
+PREVIOUS_MONTH = 10_000_000  # seed offset of the simulated month the adapter is fitted on
 WINDOWS = ((1, 8), (9, 28), (29, 112))
 MAE_AFTER = (8, 28, 112)
 ROLLING = 5  # interactions in the trailing window of "rolling acceptance"
 SPLIT_NAMES = {"in": "in", "ood": "ood"}
 
 
+def _with_adapter(person: Person) -> Any:
+    """Phase 3 in simulation: a month of answers with `bundled`, then a refitted adapter."""
+    from bridge.adapter import fit_adapter
+    from bridge.runner.bundled import BundledRunner, load_model
+    from bridge.sim.world import initial_meters
+
+    # The same person in an earlier month: same profile, different luck.
+    before = replace(person, seed=person.seed + PREVIOUS_MONTH)
+    ep = run_episode(BundledRunner(), before)
+    meters = [initial_meters(np.random.default_rng([before.seed, 0])), *map(np.array, ep.meters)]
+    history = [
+        history_item(t, meters[t], a, ok, meters[t + 1])
+        for t, (a, ok) in enumerate(zip(ep.actions, ep.accepted, strict=True))
+    ]
+    return BundledRunner(adapter=fit_adapter(history, load_model()))
+
+
 def _make(name: str, person: Person, index: int) -> Any:
     from bridge.runner import load_runner
 
+    if name == ADAPTED:
+        return _with_adapter(person)
     if name == "oracle":
         return OracleRunner(person)
     if name == "no-prior":
