@@ -29,15 +29,8 @@ def timed(runner, obs, history, repeat: int = 200) -> np.ndarray:
 def main() -> None:
     person = people("in", 1)[0]
     ep = run_episode(load_runner("bundled"), person, 120)
-    from bridge.sim.episode import history_item
-    from bridge.sim.world import initial_meters
-
-    meters = [initial_meters(np.random.default_rng([person.seed, 0])), *map(np.array, ep.meters)]
-    full = [
-        history_item(t, meters[t], a, ok, meters[t + 1])
-        for t, (a, ok) in enumerate(zip(ep.actions, ep.accepted, strict=True))
-    ]
-    obs = observation(120, meters[-1])
+    full = ep.history()
+    obs = observation(120, np.array(ep.meters[-1]))
     heuristic, bundled = load_runner("heuristic"), load_runner("bundled")
     base = timed(heuristic, obs, full)
     print(f"heuristic: p50 {np.median(base):.3f} ms")

@@ -46,15 +46,7 @@ def test_fitted_adapter_knows_the_person_and_their_dislikes():
     person = people("in", 1)[0]
     runner = BundledRunner()
     ep = run_episode(runner, person, 56)
-    from bridge.sim.episode import history_item
-    from bridge.sim.world import initial_meters
-
-    start = initial_meters(np.random.default_rng([person.seed, 0]))
-    meters = np.array([start, *ep.meters])
-    history = [
-        history_item(t, meters[t], a, ok, meters[t + 1])
-        for t, (a, ok) in enumerate(zip(ep.actions, ep.accepted, strict=True))
-    ]
+    history = ep.history()
     doc = fit_adapter(history, model)
     assert doc["answers"] == 56 and set(doc["action_bias"]) >= {"SLEEP", "DEEP_WORK"}
     assert np.abs(np.array(doc["belief_mean"]) - person.belief).mean() < 0.12

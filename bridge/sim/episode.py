@@ -25,6 +25,15 @@ class Episode:
     meters: list[list[float]] = field(default_factory=list)
     errors: int = 0
     final_belief: list[float] | None = None
+    start: list[float] = field(default_factory=list)
+
+    def history(self) -> list[dict[str, Any]]:
+        """The episode as the runner-shaped interaction history it produced."""
+        meters = [np.array(self.start), *map(np.array, self.meters)]
+        return [
+            history_item(t, meters[t], a, ok, meters[t + 1])
+            for t, (a, ok) in enumerate(zip(self.actions, self.accepted, strict=True))
+        ]
 
 
 def observation(t: int, meters: np.ndarray) -> dict[str, Any]:
@@ -67,7 +76,7 @@ def run_episode(
     noise = np.random.default_rng([person.seed, 2])
     meters = initial_meters(np.random.default_rng([person.seed, 0]))
     history: list[dict[str, Any]] = []
-    ep = Episode(person)
+    ep = Episode(person, start=meters.tolist())
     for t in range(slots):
         obs = observation(t, meters)
         started = time.perf_counter()

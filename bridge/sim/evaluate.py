@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from bridge.sim.baselines import BanditRunner, OracleRunner
-from bridge.sim.episode import SLOTS_PER_EPISODE, Episode, history_item, run_episode
+from bridge.sim.episode import SLOTS_PER_EPISODE, Episode, run_episode
 from bridge.sim.population import SPLIT_SEEDS, people
 from bridge.sim.world import Person
 
@@ -26,16 +26,10 @@ def _with_adapter(person: Person) -> Any:
     """Phase 3 in simulation: a month of answers with `bundled`, then a refitted adapter."""
     from bridge.adapter import fit_adapter
     from bridge.runner.bundled import BundledRunner, load_model
-    from bridge.sim.world import initial_meters
 
     # The same person in an earlier month: same profile, different luck.
     before = replace(person, seed=person.seed + PREVIOUS_MONTH)
-    ep = run_episode(BundledRunner(), before)
-    meters = [initial_meters(np.random.default_rng([before.seed, 0])), *map(np.array, ep.meters)]
-    history = [
-        history_item(t, meters[t], a, ok, meters[t + 1])
-        for t, (a, ok) in enumerate(zip(ep.actions, ep.accepted, strict=True))
-    ]
+    history = run_episode(BundledRunner(), before).history()
     return BundledRunner(adapter=fit_adapter(history, load_model()))
 
 
