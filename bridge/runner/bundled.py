@@ -34,6 +34,7 @@ GRID_POINTS = 9
 IN_RANGE = (0.1, 0.9)  # where the training profiles lived; outside is allowed, less likely
 OUTSIDE_PRIOR = 0.35
 SAFE = 0.2  # never recommend what is expected to leave a meter below this
+GUARD = 10.0  # score lost per unit a meter is expected to end below SAFE
 DELTA_WEIGHT = 0.5  # tempers the meter-change evidence: real meters are noisier than sim
 PROBE = 0.6  # weight of information gain over expected acceptance at the first step
 PROBE_HORIZON = 16  # ... falling to zero over this many answers
@@ -140,10 +141,11 @@ class BundledRunner:
         adapter: str | dict[str, Any] | None = None,
         probe: float = PROBE,
         probe_horizon: int = PROBE_HORIZON,
+        guard: float = GUARD,
     ) -> None:
         self.model = load_model(model)
         self.version = self.model.version
-        self.probe, self.probe_horizon = probe, probe_horizon
+        self.probe, self.probe_horizon, self.guard = probe, probe_horizon, guard
         self.log_prior: np.ndarray | None = None
         self.bias: np.ndarray | None = None
         self.history_since = None  # with an adapter: it already holds the older answers
@@ -182,9 +184,11 @@ class BundledRunner:
         spread = np.maximum(np.einsum("amp,pq,amq->am", wd, g_cov, wd), 0.0)
         gain = gain + expected * 0.5 * np.log1p(spread / m.delta_sd**2).sum(1) * DELTA_WEIGHT
         known = np.array([observation.get(k) is not None for k in METERS])
-        unsafe = ((meters + mean_delta < SAFE) & known).any(1)
+        # How far each action is expected to leave a known meter below SAFE: steep enough
+        # that when a meter is already low, what lifts it beats what pleases.
+        shortfall = (np.maximum(0.0, SAFE - (meters + mean_delta)) * known).sum(1)
         weight = self.probe * max(0.0, 1.0 - len(history) / self.probe_horizon)
-        score = expected + weight * gain - 2.0 * unsafe
+        score = expected + weight * gain - self.guard * shortfall
         a = int(np.argmax(score))
         rationale = _rationale(history, belief, ACTIONS[a], float(expected[a]), weight * gain[a])
         return Recommendation(

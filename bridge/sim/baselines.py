@@ -7,12 +7,9 @@ from typing import Any
 import numpy as np
 
 from bridge.runner.base import Recommendation
+from bridge.runner.bundled import GUARD, SAFE
 from bridge.sim.world import N_ACTIONS, Person, accept_probability, expected_delta
 from mappings.actions import ACTIONS, METERS
-
-SAFE = (
-    0.2  # as the bundled runner: a recommendation should not be expected to take a meter below this
-)
 
 
 def _meters(observation: dict[str, Any]) -> np.ndarray:
@@ -33,13 +30,9 @@ class OracleRunner:
     ) -> Recommendation:
         slot, meters = int(observation["slot"]), _meters(observation)
         p = accept_probability(self.person, slot, meters)
-        safe = np.array(
-            [
-                (meters + expected_delta(self.person, a, slot) >= SAFE).all()
-                for a in range(N_ACTIONS)
-            ]
-        )
-        a = int(np.argmax(np.where(safe, p, p - 1.0)))
+        after = meters + np.array([expected_delta(self.person, a, slot) for a in range(N_ACTIONS)])
+        shortfall = np.maximum(0.0, SAFE - after).sum(1)  # the bundled runner's health rule
+        a = int(np.argmax(p - GUARD * shortfall))
         return Recommendation(
             ACTIONS[a], self.person.belief.tolist(), "knows the profile", self.name, self.version
         )
