@@ -145,3 +145,25 @@ def test_openai_runner_falls_back_to_bundled_and_says_why(mock, reason):
 def test_openai_runner_needs_an_endpoint():
     with pytest.raises(ValueError, match=r"options\.endpoint"):
         load_runner("openai")
+
+
+@respx.mock
+def test_the_stored_recommendation_records_the_fallback(store, settings):
+    from bridge.pipeline import recommend
+    from tests.conftest import DEMO_NOW
+
+    respx.post(URL).mock(side_effect=httpx.ConnectError("Connection refused"))
+    cfg = settings.model_copy(
+        update={
+            "runner": settings.runner.model_copy(
+                update={
+                    "name": "openai",
+                    "options": {"endpoint": "http://127.0.0.1:11434/v1", "model": "qwen2.5:3b"},
+                }
+            )
+        }
+    )
+    rec = recommend(store, cfg, DEMO_NOW)
+    assert rec.id is not None and rec.runner == "bundled"
+    assert rec.fallback_reason.startswith("openai runner (qwen2.5:3b): cannot reach")
+    assert __import__("json").loads(rec.belief) is not None
