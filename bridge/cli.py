@@ -387,8 +387,31 @@ def classify(
 
 
 @app.command()
-def recommend(as_json: JsonOpt = False) -> None:
-    """Recommend an action for the coming slot from the stored state."""
+def recommend(
+    as_json: JsonOpt = False,
+    state: Annotated[
+        Path | None,
+        typer.Option("--state", help="Recommend from this observation JSON, not the store."),
+    ] = None,
+    history: Annotated[
+        Path | None,
+        typer.Option("--history", help="With --state: the interaction history JSON array."),
+    ] = None,
+) -> None:
+    """Recommend an action for the coming slot from the stored state (or JSON documents)."""
+    if state is not None or history is not None:
+        from bridge.pipeline import configured_runner
+        from bridge.runner.documents import load_documents
+
+        if state is None:
+            raise BridgeError("--history needs --state (the observation to recommend for)")
+        obs, hist = load_documents(state, history)
+        rec = configured_runner(_settings()).recommend(obs, hist).as_dict()
+        if as_json:
+            _print_json(rec)
+        else:
+            typer.echo(f"{rec['action']} — {rec['rationale']} [{rec['runner']}]")
+        return
     from bridge.export import recommendation_document
     from bridge.pipeline import recommend as make
 
@@ -421,8 +444,21 @@ def feedback(
 def export(
     out: Annotated[Path | None, typer.Option("--out", help="Write here (default: stdout).")] = None,
     since: Annotated[str | None, typer.Option(help="First local date YYYY-MM-DD.")] = None,
+    training_data: Annotated[
+        Path | None,
+        typer.Option(
+            "--training-data",
+            help="Instead: write your answers as a chat-format JSONL fine-tuning set here.",
+        ),
+    ] = None,
 ) -> None:
     """Export the meter snapshot document (schema rhythm-bridge/snapshot@1)."""
+    if training_data is not None:
+        from bridge.training_data import write_training_data
+
+        count = write_training_data(_store(), _settings(), training_data)
+        typer.echo(f"wrote {count} examples to {training_data}")
+        return
     from bridge.export import build_snapshot, write_snapshot
 
     try:
@@ -472,6 +508,7 @@ def status(as_json: JsonOpt = False) -> None:
 # Command modules register themselves on `app` when imported (one line each).
 import bridge.commands.auth  # noqa: E402
 import bridge.commands.classifier  # noqa: E402
+import bridge.commands.model  # noqa: E402
 import bridge.commands.notify  # noqa: E402
 import bridge.commands.ops  # noqa: E402
 import bridge.commands.web  # noqa: E402, F401

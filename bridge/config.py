@@ -130,8 +130,9 @@ class HttpSettings(_Section):
 
 
 class RunnerSettings(_Section):
-    name: str = "heuristic"
+    name: str = "bundled"
     options: dict[str, Any] = {}
+    adapter_refit_days: int = Field(7, ge=0, le=365)
 
 
 class ClassifierSettings(_Section):

@@ -62,6 +62,23 @@ def _watchdog(tracker: CycleTracker) -> None:
         log.error("a cycle has run for over %d s; not pinging the watchdog", MAX_CYCLE_SECONDS)
 
 
+def _refit_adapter(settings: Settings, store: Store) -> None:
+    """Refit the per-user adapter when it is missing or older than the configured days."""
+    from bridge.adapter import ADAPTER_FILE, refit
+
+    path = settings.data_path / ADAPTER_FILE
+    max_age = settings.runner.adapter_refit_days * 86400
+    # Decided from the file's age, not the job's timer, so reboots do not postpone it.
+    if path.exists() and time.time() - path.stat().st_mtime < max_age:
+        return
+    try:
+        refit(store, settings)
+    except BridgeError as err:
+        log.error("adapter refit failed: %s", err)
+    except Exception:
+        log.exception("adapter refit crashed")
+
+
 def build_scheduler(settings: Settings, store: Store, tracker: CycleTracker | None = None) -> Any:
     from apscheduler.schedulers.blocking import BlockingScheduler
 
@@ -90,6 +107,17 @@ def build_scheduler(settings: Settings, store: Store, tracker: CycleTracker | No
             coalesce=True,
             max_instances=1,
             next_run_time=datetime.now(UTC),
+        )
+    if settings.runner.adapter_refit_days > 0:
+        scheduler.add_job(
+            _refit_adapter,
+            "interval",
+            args=(settings, store),
+            id="adapter",
+            hours=1,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=None,
         )
     return scheduler
 

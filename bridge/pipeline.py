@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -340,10 +340,20 @@ def observation_for(
 
 
 def interaction_history(
-    store: Store, before: SlotKey, days: int = HISTORY_DAYS
+    store: Store,
+    before: SlotKey,
+    days: int = HISTORY_DAYS,
+    *,
+    after: date | None = None,
+    with_dates: bool = False,
 ) -> list[dict[str, Any]]:
-    """Past recommendations that got an answer, oldest first, in the runner's shape."""
+    """Past recommendations that got an answer, oldest first, in the runner's shape.
+
+    `after` drops days up to and including that date; `with_dates` adds "local_date".
+    """
     since = before.local_date - timedelta(days=days)
+    if after is not None:
+        since = max(since, after + timedelta(days=1))
     with store.session() as session:
         rows = session.execute(
             select(Recommendation, Feedback)
@@ -373,25 +383,42 @@ def interaction_history(
             else None
             for m in METERS
         }
-        history.append(
-            {
-                "day": key.day,
-                "slot": key.slot,
-                "meters": meters,
-                "action": rec.action,
-                "response": fb.response,
-                "meter_deltas": deltas,
-            }
-        )
+        item = {
+            "day": key.day,
+            "slot": key.slot,
+            "meters": meters,
+            "action": rec.action,
+            "response": fb.response,
+            "meter_deltas": deltas,
+        }
+        if with_dates:
+            item["local_date"] = key.local_date.isoformat()
+        history.append(item)
     return history
+
+
+def configured_runner(settings: Settings, name: str | None = None) -> Any:
+    """The runner the config names, built with its options; a bad option is a config error."""
+    from bridge.runner import load_runner
+
+    name = name or settings.runner.name
+    options = dict(settings.runner.options) if name == settings.runner.name else {}
+    adapter = settings.data_path / "adapter.json"
+    if name == "bundled" and "adapter" not in options and adapter.exists():
+        try:  # written by the weekly refit (bridge.adapter)
+            return load_runner(name, **options, adapter=str(adapter))
+        except BridgeError as err:  # a broken adapter must not stop recommendations
+            log.warning("ignoring the adapter: %s", err)
+    try:
+        return load_runner(name, **options)
+    except (ValueError, TypeError) as err:
+        raise BridgeError(f"config key 'runner': {err}") from None
 
 
 def recommend(
     store: Store, settings: Settings, now: datetime, *, runner_name: str | None = None
 ) -> Recommendation:
     """The recommendation for the coming slot; made once per slot and then kept."""
-    from bridge.runner import load_runner
-
     key = target_slot(settings, now)
     with store.session() as session:
         existing = session.execute(
@@ -402,12 +429,8 @@ def recommend(
     if existing is not None:
         return existing
     obs = observation_for(store, settings, key, now)
-    history = interaction_history(store, key)
-    name = runner_name or settings.runner.name
-    try:
-        runner = load_runner(name, **settings.runner.options)
-    except (ValueError, TypeError) as err:
-        raise BridgeError(f"config key 'runner': {err}") from None
+    runner = configured_runner(settings, runner_name)
+    history = interaction_history(store, key, after=getattr(runner, "history_since", None))
     rec = runner.recommend(obs, history)
     row = {
         "local_date": key.local_date,

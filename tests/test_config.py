@@ -14,7 +14,7 @@ ROOT = Path(__file__).parent.parent
 
 def test_defaults_without_a_file(tmp_path):
     s = load_settings(tmp_path / "missing.toml", environ={})
-    assert s.runner.name == "heuristic"
+    assert s.runner.name == "bundled"
     assert s.database_url.startswith("sqlite:///") and s.database_url.endswith("rhythm-bridge.db")
     assert [t.hour for t in s.boundaries] == [5, 12, 17, 22]
 

@@ -9,9 +9,17 @@ from tests.helpers import cli_process, validate_snapshot, wait_until, write_conf
 
 def test_the_cycle_job_coalesces_and_never_overlaps(settings, store):
     scheduler = build_scheduler(settings, store)
-    (job,) = scheduler.get_jobs()
+    job = scheduler.get_job("cycle")
     assert job.coalesce is True and job.max_instances == 1
     assert job.trigger.interval.total_seconds() == settings.schedule.cycle_minutes * 60
+    assert {j.id for j in scheduler.get_jobs()} == {"cycle", "adapter"}
+
+
+def test_the_adapter_job_is_off_when_configured_so(settings, store):
+    off = settings.model_copy(
+        update={"runner": settings.runner.model_copy(update={"adapter_refit_days": 0})}
+    )
+    assert [j.id for j in build_scheduler(off, store).get_jobs()] == ["cycle"]
 
 
 def test_the_daemon_runs_a_cycle_and_stops_cleanly_on_sigterm(tmp_path):

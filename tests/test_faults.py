@@ -123,7 +123,7 @@ def test_resuming_after_three_days_asleep_runs_one_cycle_not_a_storm(settings, s
     from bridge.daemon import build_scheduler
 
     blocking = build_scheduler(settings, store)
-    (job,) = blocking.get_jobs()
+    job = blocking.get_job("cycle")
     submitted = []
     scheduler = BackgroundScheduler(timezone=UTC)
     scheduler.add_listener(lambda e: submitted.append(e.scheduled_run_times), EVENT_JOB_SUBMITTED)

@@ -48,7 +48,7 @@ def test_ntfy_gets_accept_and_ignore_buttons_calling_back_with_the_token(demo, m
     body = json.loads(request.content)
     assert body["topic"] == "rb-7f3a"
     assert body["title"] == "Next (morning): deep work"
-    assert body["message"].startswith("progress is lowest")
+    assert body["message"] == rec.rationale
     assert body["click"] == "http://192.168.1.20:8765/"
     accept, ignore, view = body["actions"]
     for action, response in ((accept, "accepted"), (ignore, "ignored")):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from html import escape
 
 import pytest
 from sqlalchemy import select
@@ -41,6 +42,8 @@ def test_the_page_shows_meters_trends_recommendation_events_history_and_sources(
     demo, memory_keyring
 ):
     settings, store = demo
+    with store.session() as sess:
+        stored = sess.get(Recommendation, rec_id(store))
     with client(settings, store) as c:
         r = c.get("/")
     assert r.status_code == 200
@@ -49,8 +52,9 @@ def test_the_page_shows_meters_trends_recommendation_events_history_and_sources(
         assert f'data-meter="{m}"' in html
     assert html.count('<svg class="trend"') == 5
     assert "<polyline" in html  # a week of demo data draws lines
-    assert "Deep Work" in html and "progress is lowest" in html
-    assert "unknown (this runner keeps no belief)" in html
+    # The demo's runner is the default bundled model: its rationale and belief are shown.
+    assert "Deep Work" in html and escape(stored.rationale) in html
+    assert stored.belief != "null" and "unknown (this runner keeps no belief)" not in html
     assert "Gym - 7am" in html and "Team standup" in html
     assert 'value="accepted"' in html and 'value="ignored"' in html
     assert 'value="rescheduled"' in html
@@ -73,7 +77,8 @@ def test_the_api_documents_the_same_state(demo, memory_keyring):
     assert meters["date"] == "2026-11-19" and meters["slot_name"] == "morning"
     assert set(METERS) <= set(meters["current"])
     assert 1 < len(meters["history"]) <= 28
-    assert rec["action"] == "DEEP_WORK" and rec["belief"] is None and rec["response"] is None
+    assert rec["action"] == "DEEP_WORK" and rec["response"] is None
+    assert len(rec["belief"]) == 3 and all(0 <= b <= 1 for b in rec["belief"])
     assert events["date"] == "2026-11-19"
     assert all(isinstance(e["id"], int) for e in events["events"])
     assert "database" not in status and {s["source"] for s in status["sources"]} >= {"ics"}
@@ -315,6 +320,16 @@ def test_a_lan_bind_without_a_keyring_is_one_clear_error(demo):
             assert c.get("/").status_code == 200
     finally:
         keyring.core._keyring_backend = before
+
+
+def test_a_runner_without_a_belief_shows_unknown(demo, memory_keyring):
+    settings, store = demo
+    with store.transaction() as s:
+        s.get(Recommendation, rec_id(store)).belief = "null"  # e.g. the heuristic runner
+    with client(settings, store) as c:
+        html = c.get("/").text
+        rec = c.get("/api/recommendation").json()["recommendation"]
+    assert "unknown (this runner keeps no belief)" in html and rec["belief"] is None
 
 
 def test_a_belief_is_shown_per_axis_and_a_reauth_shows_its_command(demo, memory_keyring):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from bridge.store.models import Feedback
+from bridge.store.models import Feedback, Recommendation
 from bridge.web.server import BackgroundServer
 from tests.conftest import DEMO_NOW
 
@@ -52,7 +52,9 @@ def test_load_the_page_accept_and_find_it_in_the_database(demo, memory_keyring, 
         assert page.locator("li.meter").count() == 5
         assert page.locator("svg.trend polyline").count() >= 5
         assert page.get_by_test_id("rec-action").inner_text() == "Deep Work"
-        assert "progress is lowest" in page.locator(".rationale").inner_text()
+        with store.session() as sess:
+            rationale = sess.execute(select(Recommendation.rationale)).scalar_one()
+        assert page.locator(".rationale").inner_text() == rationale
         page.screenshot(path=str(ARTIFACTS / "page.png"), full_page=True)
         if os.environ.get("UPDATE_SCREENSHOT"):
             (ROOT / "docs").mkdir(exist_ok=True)

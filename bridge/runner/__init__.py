@@ -9,7 +9,9 @@ from bridge.runner.base import Recommendation, Runner
 
 # name -> "module:Class", imported on demand.
 RUNNERS: dict[str, str] = {
+    "bundled": "bridge.runner.bundled:BundledRunner",
     "heuristic": "bridge.runner.heuristic:HeuristicRunner",
+    "openai": "bridge.runner.openai_runner:OpenAIRunner",
     "random": "bridge.runner.random_runner:RandomRunner",
 }
 

@@ -1,0 +1,47 @@
+"""Recommend latency of the bundled runner vs the heuristic, measured in the same run.
+
+    .venv/bin/python benchmarks/runner_latency.py
+
+Histories come from a simulated person, so they have the real shape and length (the
+pipeline passes at most 30 days = 120 answers).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from bridge.runner import load_runner
+from bridge.sim.episode import observation, run_episode
+from bridge.sim.population import people
+
+
+def timed(runner, obs, history, repeat: int = 200) -> np.ndarray:
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        runner.recommend(obs, history)
+        out.append(time.perf_counter() - start)
+    return np.array(out) * 1000
+
+
+def main() -> None:
+    person = people("in", 1)[0]
+    ep = run_episode(load_runner("bundled"), person, 120)
+    full = ep.history()
+    obs = observation(120, np.array(ep.meters[-1]))
+    heuristic, bundled = load_runner("heuristic"), load_runner("bundled")
+    base = timed(heuristic, obs, full)
+    print(f"heuristic: p50 {np.median(base):.3f} ms")
+    for n in (0, 8, 28, 120):
+        t = timed(bundled, obs, full[:n])
+        p50 = np.median(t)
+        print(
+            f"bundled, {n:3d} answers: p50 {p50:.2f} ms, p99 {np.percentile(t, 99):.2f} ms, "
+            f"{1000 / p50:.0f} recommendations/s, {p50 / np.median(base):.0f}x heuristic"
+        )
+
+
+if __name__ == "__main__":
+    main()

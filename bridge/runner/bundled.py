@@ -1,0 +1,236 @@
+"""The bundled model: infers the person's profile from their answers, in context.
+
+It was trained on simulated people (`rhythm-bridge train-model`): an acceptance model
+and a meter-change model, both conditioned on a profile [S, M, W]. For a real person it
+scores every candidate profile on a grid by how well it explains their history
+(accepted/ignored answers and the meter changes after accepted actions), takes the
+posterior, and recommends what that person most likely accepts, probing early on where
+the answers would teach it most, and never what is expected to push a meter below 0.2.
+No weights change at inference; a weekly adapter (bridge.adapter) can sharpen the prior.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bridge.runner.base import Recommendation
+from bridge.runner.features import (
+    RESPONSE_VALUE,
+    context,
+    delta_context,
+    meters_of,
+    profile_features,
+)
+from mappings.actions import ACTIONS, METERS
+
+GRID_POINTS = 9
+IN_RANGE = (0.1, 0.9)  # where the training profiles lived; outside is allowed, less likely
+OUTSIDE_PRIOR = 0.35
+SAFE = 0.2  # never recommend what is expected to leave a meter below this
+GUARD = 10.0  # score lost per unit a meter is expected to end below SAFE
+DELTA_WEIGHT = 0.5  # tempers the meter-change evidence: real meters are noisier than sim
+PROBE = 0.6  # weight of information gain over expected acceptance at the first step
+PROBE_HORIZON = 16  # ... falling to zero over this many answers
+AXES = ("S", "M", "W")
+
+
+def default_model_path() -> Path:
+    return Path(str(files("bridge.runner").joinpath("models/bundled.npz")))
+
+
+class BundledModel:
+    """The trained arrays plus the profile grid, loaded from NPZ without pickle."""
+
+    def __init__(self, path: Path) -> None:
+        _single_threaded_blas()
+        with np.load(path, allow_pickle=False) as data:
+            self.meta: dict[str, Any] = json.loads(str(data["meta"]))
+            self.accept_w = data["accept_w"].astype(np.float64)  # (A, ctx, prof)
+            self.delta_w = data["delta_w"].astype(np.float64)  # (A, dctx, prof, meters)
+            self.delta_sd = data["delta_sd"].astype(np.float64)  # (A, meters)
+        axis = np.linspace(0.0, 1.0, GRID_POINTS)
+        self.grid = np.stack(np.meshgrid(axis, axis, axis, indexing="ij"), -1).reshape(-1, 3)
+        self.g = profile_features(self.grid)  # (K, prof)
+        self.g32 = self.g.astype(np.float32)
+        inside = (self.grid >= IN_RANGE[0] - 1e-9) & (self.grid <= IN_RANGE[1] + 1e-9)
+        self.log_prior = np.log(np.where(inside, 1.0, OUTSIDE_PRIOR)).sum(1)
+        self.version = f"{self.meta['model_version']}-seed{self.meta['seed']}"
+
+    def accept_logits(self, actions: np.ndarray, ctx: np.ndarray) -> np.ndarray:
+        """(n,) actions in (n, ctx) contexts -> (n, K) logits, one per grid profile."""
+        w = np.matmul(ctx[:, None, :], self.accept_w[actions])[:, 0, :]  # (n, prof)
+        return w.astype(np.float32) @ self.g32.T
+
+    def log_posterior(
+        self,
+        history: list[dict[str, Any]],
+        log_prior: np.ndarray | None = None,
+        bias: np.ndarray | None = None,
+    ) -> np.ndarray:
+        logp = (self.log_prior if log_prior is None else log_prior).copy()
+        items = [
+            h for h in history if h.get("action") in ACTIONS and h.get("response") in RESPONSE_VALUE
+        ]
+        if not items:
+            return logp - logp.max()
+        acts = np.array([ACTIONS.index(h["action"]) for h in items])
+        y = np.array([RESPONSE_VALUE[h["response"]] for h in items])
+        ctx = np.array([context(int(h["slot"]), meters_of(h.get("meters") or {})) for h in items])
+        z = self.accept_logits(acts, ctx)
+        if bias is not None:
+            z = z + bias[acts][:, None].astype(np.float32)
+        # log sigmoid(z) if accepted, log sigmoid(-z) if not; stable for large |z|
+        signed = np.clip(np.where(y[:, None] == 1.0, z, -z), -30.0, 30.0)
+        logp += np.log(1.0 / (1.0 + np.exp(-signed))).sum(0, dtype=np.float64)
+        acc = [i for i, h in enumerate(items) if y[i] == 1.0 and h.get("meter_deltas")]
+        if acc:
+            before = np.array([meters_of(items[i].get("meters") or {}) for i in acc])
+            raw = [items[i]["meter_deltas"] for i in acc]
+            obs = np.array([[np.nan if d.get(m) is None else d[m] for m in METERS] for d in raw])
+            after = before + obs
+            # Unknown meters and changes cut off at 0 or 1 carry no evidence.
+            usable = ~np.isnan(obs) & (after > 0.005) & (after < 0.995)
+            # Each expected change is linear in g(profile), so the Gaussian log-likelihood
+            # summed over items is a quadratic form in g: O(items) work, not O(items x grid).
+            wd = np.einsum(
+                "nd,ndpm->nmp",
+                np.array([delta_context(items[i]["slot"]) for i in acc]),
+                self.delta_w[acts[acc]],
+            )  # (n, meters, prof)
+            prec = usable / self.delta_sd[acts[acc]] ** 2  # (n, meters)
+            obs = np.nan_to_num(obs)
+            quad = np.einsum("nm,nmp,nmq->pq", prec, wd, wd)
+            lin = np.einsum("nm,nm,nmp->p", prec, obs, wd)
+            ll = self.g @ lin - 0.5 * np.einsum("kp,pq,kq->k", self.g, quad, self.g)
+            logp += DELTA_WEIGHT * ll
+        return logp - logp.max()
+
+
+@lru_cache(maxsize=1)
+def _single_threaded_blas() -> None:
+    # The products here are tiny: waking BLAS threads costs 10x the work itself, and on
+    # a shared home server (or a Pi) the other cores belong to someone else.
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1, "blas")
+
+
+@lru_cache(maxsize=4)
+def load_model(path: str | None = None) -> BundledModel:
+    return BundledModel(Path(path) if path else default_model_path())
+
+
+def _entropy(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-9, 1 - 1e-9)
+    return -(p * np.log(p) + (1 - p) * np.log(1 - p))
+
+
+class BundledRunner:
+    name = "bundled"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        adapter: str | dict[str, Any] | None = None,
+        probe: float = PROBE,
+        probe_horizon: int = PROBE_HORIZON,
+        guard: float = GUARD,
+    ) -> None:
+        self.model = load_model(model)
+        self.version = self.model.version
+        self.probe, self.probe_horizon, self.guard = probe, probe_horizon, guard
+        self.log_prior: np.ndarray | None = None
+        self.bias: np.ndarray | None = None
+        self.history_since = None  # with an adapter: it already holds the older answers
+        if adapter:
+            from bridge.adapter import load_adapter
+
+            fitted = load_adapter(adapter, self.model)
+            self.log_prior, self.bias = fitted.log_prior, fitted.action_bias
+            self.history_since = fitted.through
+
+    def posterior(self, history: list[dict[str, Any]]) -> np.ndarray:
+        w = np.exp(self.model.log_posterior(history, self.log_prior, self.bias).astype(np.float64))
+        return w / w.sum()
+
+    def recommend(
+        self, observation: dict[str, Any], history: list[dict[str, Any]]
+    ) -> Recommendation:
+        m = self.model
+        post = self.posterior(history)
+        belief = post @ m.grid
+        slot, meters = int(observation.get("slot", 0)) % 4, meters_of(observation)
+        every = np.arange(len(ACTIONS))
+        z = m.accept_logits(every, np.tile(context(slot, meters), (10, 1)))
+        if self.bias is not None:
+            z = z + self.bias[:, None]
+        p = 1.0 / (1.0 + np.exp(-z))
+        expected = p @ post  # (A,)
+        # Mutual information between the answer and the profile: what asking would teach.
+        gain = _entropy(expected) - _entropy(p) @ post
+        # Expected changes are linear in g, so their posterior mean and spread need only
+        # the posterior mean and covariance of g.
+        g_mean = post @ m.g
+        g_cov = (m.g * post[:, None]).T @ m.g - np.outer(g_mean, g_mean)
+        wd = np.einsum("d,adpm->amp", delta_context(slot), m.delta_w)  # (A, meters, prof)
+        mean_delta = wd @ g_mean
+        spread = np.maximum(np.einsum("amp,pq,amq->am", wd, g_cov, wd), 0.0)
+        gain = gain + expected * 0.5 * np.log1p(spread / m.delta_sd**2).sum(1) * DELTA_WEIGHT
+        known = np.array([observation.get(k) is not None for k in METERS])
+        # How far each action is expected to leave a known meter below SAFE: steep enough
+        # that when a meter is already low, what lifts it beats what pleases.
+        shortfall = (np.maximum(0.0, SAFE - (meters + mean_delta)) * known).sum(1)
+        weight = self.probe * max(0.0, 1.0 - len(history) / self.probe_horizon)
+        score = expected + weight * gain - self.guard * shortfall
+        a = int(np.argmax(score))
+        rationale = _rationale(history, belief, ACTIONS[a], float(expected[a]), weight * gain[a])
+        return Recommendation(
+            ACTIONS[a],
+            [round(float(b), 3) for b in belief],
+            rationale,
+            self.name,
+            self.version,
+            extra={"expected_accept": float(expected[a])},
+        )
+
+
+# Which answers speak to which axis, and what a low value is called.
+_AXIS_WORDS = {
+    0: ("introvert", "extrovert", ("SOCIALIZE", "FAMILY_TIME", "ME_TIME")),
+    1: ("late chronotype", "morning person", ("DEEP_WORK", "LEARN", "EXERCISE")),
+    2: ("work drains them", "work recharges them", ("DEEP_WORK", "ADMIN_WORK", "LEARN")),
+}
+_SLOT_WORDS = ("morning", "afternoon", "evening", "night")
+
+
+def _rationale(
+    history: list[dict[str, Any]], belief: np.ndarray, action: str, p: float, probing: float
+) -> str:
+    """One line: the strongest evidence, what it suggests, and why this action."""
+    tail = f"{action} next (P(accept)≈{p:.2f})" + (
+        ", also a useful probe" if probing > 0.05 else ""
+    )
+    if not history:
+        return f"no answers yet; starting from the population prior; {tail}"
+    axis = int(np.argmax(np.abs(belief - 0.5)))
+    low, high, actions = _AXIS_WORDS[axis]
+    counts = Counter(
+        (h.get("slot"), h.get("action"), h.get("response"))
+        for h in history
+        if h.get("action") in actions and h.get("response") in ("accepted", "ignored")
+    )
+    best = None
+    if counts:
+        (slot, act, resp), n = max(counts.items(), key=lambda kv: kv[1])
+        best = f"{_SLOT_WORDS[int(slot) % 4]} {act} {resp} {n}x"
+    label = low if belief[axis] < 0.5 else high
+    shape = " ".join(f"{k}={v:.2f}" for k, v in zip(AXES, belief, strict=True))
+    evidence = f"{best} -> " if best else ""
+    return f"{evidence}{label} likely ({shape}); {tail}"

@@ -1,0 +1,52 @@
+"""Features shared by the bundled model's training and its inference.
+
+Both of its learned parts are bilinear in a context vector (slot, meters) and a profile
+vector g(S, M, W), so one history item's likelihood can be evaluated for every candidate
+profile at once with two small matrix products.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mappings.actions import METERS
+
+N_CTX = 15  # 1, slot one-hot (4), meters (5), how far each meter is below 0.4 (5)
+N_DCTX = 5  # 1, slot one-hot (4)
+N_PROF = 7  # 1, S, M, W, S^2, M^2, W^2
+LOW = 0.4
+RESPONSE_VALUE = {"accepted": 1.0, "ignored": 0.0, "rescheduled": 0.0}
+
+
+def meters_of(doc: dict[str, Any]) -> np.ndarray:
+    """The five meters of an observation or history item; unknown ones count as 0.5."""
+    return np.array([0.5 if doc.get(m) is None else float(doc[m]) for m in METERS])
+
+
+def context(slot: int, meters: np.ndarray) -> np.ndarray:
+    x = np.zeros(N_CTX)
+    x[0] = 1.0
+    x[1 + slot % 4] = 1.0
+    x[5:10] = meters
+    x[10:15] = np.maximum(0.0, LOW - meters)
+    return x
+
+
+def delta_context(slot: int) -> np.ndarray:
+    x = np.zeros(N_DCTX)
+    x[0] = 1.0
+    x[1 + slot % 4] = 1.0
+    return x
+
+
+def profile_features(profiles: np.ndarray) -> np.ndarray:
+    """g(S, M, W) for an (n, 3) array of profiles -> (n, N_PROF)."""
+    p = np.atleast_2d(profiles)
+    return np.hstack([np.ones((len(p), 1)), p, p**2])
+
+
+def bilinear(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Row-wise outer product flattened: the regression design for bilinear weights."""
+    return (x[:, :, None] * g[:, None, :]).reshape(len(x), -1)

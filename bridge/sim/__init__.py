@@ -1,0 +1,1 @@
+"""Simulated people for training and evaluating runners (RhythmEnv-style)."""

@@ -1,0 +1,79 @@
+"""The acceptance-curve plot of `rhythm-bridge eval --plot FILE`, written as plain SVG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+import numpy as np
+
+from bridge.sim.evaluate import ROLLING, rolling
+
+COLORS = {
+    "oracle": "#222222",
+    "bundled": "#d62728",
+    "heuristic": "#1f77b4",
+    "no-prior": "#2ca02c",
+    "random": "#999999",
+}
+W, H, LEFT, RIGHT, TOP, BOTTOM = 720, 420, 60, 150, 40, 50
+
+
+def acceptance_svg(report: dict[str, Any]) -> str:
+    """Rolling acceptance per interaction index, one line per runner."""
+    slots = report["slots"]
+    pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
+
+    def x(i: float) -> float:
+        return LEFT + (i - 1) / max(1, slots - 1) * pw
+
+    def y(v: float) -> float:
+        return TOP + (1.0 - v) * ph
+
+    title = (
+        f"Acceptance ({ROLLING}-interaction rolling mean), split={report['split']}, "
+        f"N={report['people']} simulated people"
+    )
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+        f'viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">',
+        f'<rect width="{W}" height="{H}" fill="white"/>',
+        f'<text x="{LEFT}" y="22" font-size="14">{escape(title)}</text>',
+    ]
+    for v in np.linspace(0, 1, 6):
+        out.append(
+            f'<line x1="{LEFT}" y1="{y(v):.1f}" x2="{LEFT + pw}" y2="{y(v):.1f}" stroke="#ddd"/>'
+            f'<text x="{LEFT - 8}" y="{y(v) + 4:.1f}" text-anchor="end">{v:.1f}</text>'
+        )
+    for i in (1, 8, 28, 56, 84, slots):
+        out.append(
+            f'<line x1="{x(i):.1f}" y1="{TOP}" x2="{x(i):.1f}" y2="{TOP + ph}" stroke="#eee"/>'
+            f'<text x="{x(i):.1f}" y="{TOP + ph + 16}" text-anchor="middle">{i}</text>'
+        )
+    out.append(
+        f'<text x="{LEFT + pw / 2}" y="{H - 10}" text-anchor="middle">interaction</text>'
+        f'<text x="16" y="{TOP + ph / 2}" transform="rotate(-90 16 {TOP + ph / 2})" '
+        'text-anchor="middle">acceptance rate</text>'
+    )
+    for k, (name, r) in enumerate(report["runners"].items()):
+        curve = rolling(np.array(r["acceptance_curve"]))
+        pts = " ".join(f"{x(i + 1):.1f},{y(v):.1f}" for i, v in enumerate(curve))
+        color = COLORS.get(name, "#9467bd")
+        ly = TOP + 10 + 20 * k
+        out.append(
+            f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{pts}"/>'
+            f'<line x1="{LEFT + pw + 12}" y1="{ly}" x2="{LEFT + pw + 36}" y2="{ly}" '
+            f'stroke="{color}" stroke-width="3"/>'
+            f'<text x="{LEFT + pw + 42}" y="{ly + 4}">{escape(name)}</text>'
+        )
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def write_plot(report: dict[str, Any], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(acceptance_svg(report), encoding="utf-8")
+    tmp.replace(path)
+    return path

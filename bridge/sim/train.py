@@ -1,0 +1,167 @@
+"""Train the bundled model on simulated people: `rhythm-bridge train-model --seed N`.
+
+What is learned, from simulated interactions only:
+- an acceptance model P(accept | action, slot, meters, profile) (one logistic regression
+  per action, bilinear in context and profile features);
+- a meter-change model E[delta | accepted action, slot, profile] with its spread.
+At inference the runner inverts both over a grid of candidate profiles (in context, no
+gradient step), so it needs the person's answers, not their profile.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bridge.runner.features import (
+    N_CTX,
+    N_DCTX,
+    N_PROF,
+    bilinear,
+    context,
+    delta_context,
+    profile_features,
+)
+from bridge.sim.population import SPLIT_SEEDS, people
+from bridge.sim.world import (
+    HABIT,
+    N_ACTIONS,
+    N_METERS,
+    accept_probability,
+    expected_delta,
+)
+
+MODEL_VERSION = "1"
+DEFAULT_PEOPLE = 1500
+DEFAULT_SLOTS = 112
+
+
+@dataclass
+class TrainReport:
+    path: Path
+    seed: int
+    people: int
+    samples: int
+    seconds: float
+    accept_log_loss: float
+    delta_rmse: float
+    size_bytes: int
+
+
+def simulate(n_people: int, slots: int, seed: int) -> dict[str, np.ndarray]:
+    """Interactions of training people under random recommendations (wide coverage)."""
+    rng = np.random.default_rng([seed, 7])
+    ctx, dctx, prof, act, acc, dlt, ok = [], [], [], [], [], [], []
+    for person in people("train", n_people, seed):
+        meters = rng.uniform(0.1, 0.95, N_METERS)  # start anywhere: cover low meters too
+        for t in range(slots):
+            slot, a = t % 4, int(rng.integers(N_ACTIONS))
+            accepted = rng.random() < accept_probability(person, slot, meters)[a]
+            done = a if accepted else HABIT[slot]
+            after = np.clip(
+                meters + expected_delta(person, done, slot) + rng.normal(0, 0.015, N_METERS), 0, 1
+            )
+            ctx.append(context(slot, meters))
+            dctx.append(delta_context(slot))
+            prof.append(person.belief)
+            act.append(a)
+            acc.append(accepted)
+            dlt.append(after - meters)
+            ok.append(accepted & (after > 0.005) & (after < 0.995))  # clipped deltas lie
+            meters = after
+            if rng.random() < 0.02:  # an occasional fresh start keeps coverage wide
+                meters = rng.uniform(0.1, 0.95, N_METERS)
+    return {
+        "ctx": np.array(ctx),
+        "dctx": np.array(dctx),
+        "prof": np.array(prof),
+        "action": np.array(act),
+        "accepted": np.array(acc, dtype=float),
+        "delta": np.array(dlt),
+        "delta_ok": np.array(ok),
+    }
+
+
+def _fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1e-3, iters: int = 25) -> np.ndarray:
+    """Newton's method for L2-regularised logistic regression (small, exact, no sklearn)."""
+    w = np.zeros(X.shape[1])
+    reg = l2 * len(y) * np.eye(X.shape[1])
+    reg[0, 0] = 0.0
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-(X @ w)))
+        grad = X.T @ (p - y) + reg @ w
+        hess = (X * (p * (1 - p))[:, None]).T @ X + reg
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-6:
+            break
+    return w
+
+
+def fit(data: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], float, float]:
+    g = profile_features(data["prof"])
+    accept_w = np.zeros((N_ACTIONS, N_CTX, N_PROF))
+    delta_w = np.zeros((N_ACTIONS, N_DCTX, N_PROF, N_METERS))
+    delta_sd = np.zeros((N_ACTIONS, N_METERS))
+    losses, sq = [], []
+    for a in range(N_ACTIONS):
+        rows = data["action"] == a
+        X = bilinear(data["ctx"][rows], g[rows])
+        y = data["accepted"][rows]
+        w = _fit_logistic(X, y)
+        accept_w[a] = w.reshape(N_CTX, N_PROF)
+        p = np.clip(1 / (1 + np.exp(-(X @ w))), 1e-6, 1 - 1e-6)
+        losses.append(-(y * np.log(p) + (1 - y) * np.log(1 - p)))
+        Xd = bilinear(data["dctx"][rows], g[rows])
+        for m in range(N_METERS):
+            keep = data["delta_ok"][rows][:, m]
+            Xm, ym = Xd[keep], data["delta"][rows][keep, m]
+            coef = np.linalg.solve(Xm.T @ Xm + 1e-3 * np.eye(Xm.shape[1]), Xm.T @ ym)
+            delta_w[a, :, :, m] = coef.reshape(N_DCTX, N_PROF)
+            resid = ym - Xm @ coef
+            delta_sd[a, m] = max(float(resid.std()), 0.01)
+            sq.append(resid**2)
+    arrays = {"accept_w": accept_w, "delta_w": delta_w, "delta_sd": delta_sd}
+    return arrays, float(np.concatenate(losses).mean()), float(np.sqrt(np.concatenate(sq).mean()))
+
+
+def train(
+    out: Path, seed: int = 0, n_people: int = DEFAULT_PEOPLE, slots: int = DEFAULT_SLOTS
+) -> TrainReport:
+    """Simulate, fit, and write the artifact as NPZ (arrays only; loaded without pickle)."""
+    started = time.perf_counter()
+    data = simulate(n_people, slots, seed)
+    arrays, log_loss, rmse = fit(data)
+    meta = {
+        "model_version": MODEL_VERSION,
+        "seed": seed,
+        "people": n_people,
+        "slots_per_person": slots,
+        "split": "train",
+        "split_seed_base": SPLIT_SEEDS["train"],
+        "samples": len(data["action"]),
+        "accept_log_loss": round(log_loss, 4),
+        "delta_rmse": round(rmse, 4),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp.npz")
+    np.savez_compressed(
+        tmp,
+        meta=np.array(json.dumps(meta, sort_keys=True)),
+        **{k: v.astype(np.float32) for k, v in arrays.items()},
+    )
+    tmp.replace(out)
+    return TrainReport(
+        out,
+        seed,
+        n_people,
+        len(data["action"]),
+        time.perf_counter() - started,
+        log_loss,
+        rmse,
+        out.stat().st_size,
+    )
