@@ -33,6 +33,13 @@ class _Group(TyperGroup):
         except BridgeError as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2) from None
+        finally:
+            # Each invocation owns its store: close its connections when the command ends
+            # (an embedding program or a test may invoke many commands in one process).
+            store = _state.pop("store", None)
+            if store is not None:
+                store.dispose()
+            _state.pop("settings", None)
 
 
 app = typer.Typer(
