@@ -197,11 +197,11 @@ def import_(
 ) -> None:
     """Import a file (Apple Health export.zip/export.xml, or an .ics calendar)."""
     from bridge.ingest import import_file
-    from bridge.pipeline import read_context
+    from connectors.base import ReadContext
 
-    summary = import_file(
-        _store(), kind, path, read_context(_settings(), datetime.now(UTC)), force=force
-    )
+    # Not bridge.pipeline: it pulls in pandas, which would double the import's memory.
+    ctx = ReadContext(tz=_settings().tz, now=datetime.now(UTC))
+    summary = import_file(_store(), kind, path, ctx, force=force)
     typer.echo(summary.line())
 
 

@@ -20,7 +20,9 @@ def _read(path: Path, ctx) -> list:
 def test_real_export_with_full_dtd(ctx):
     records = _read(APPLE / "export6s3sample.xml", ctx)
     counts = Counter(r.metric for r in records)
-    assert counts == {"steps": 10, "workout": 1}
+    assert counts == {"steps": 10, "workout": 1, "workout_energy": 1, "workout_distance": 1}
+    energy = next(r for r in records if r.metric == "workout_energy")
+    assert energy.value == pytest.approx(139.317) and energy.label == "Other"  # pre-iOS 16 attribute
     first = next(r for r in records if r.metric == "steps")
     assert first.origin and first.unit == "count"
     assert first.start.utcoffset() is not None
@@ -51,6 +53,7 @@ def test_bundled_sample_counts(ctx):
         "hrv_sdnn",
         "resting_hr",
         "workout",
+        "workout_energy",
         "mindful",
     }
     assert counts["resting_hr"] == 33  # one a day, 2026-10-18 to the demo morning 2026-11-19
@@ -106,7 +109,16 @@ def test_ios16_broken_dtd_control_chars_correlations_and_new_types(ctx, tmp_path
     path.write_bytes(body.encode())
     records = _read(path, ctx)
     counts = Counter(r.metric for r in records)
-    assert counts == {"steps": 1, "heart_rate": 1, "hrv_sdnn": 1, "sleep": 2, "workout": 1}
+    assert counts == {
+        "steps": 1,
+        "heart_rate": 1,
+        "hrv_sdnn": 1,  # one beat is too few for an RMSSD
+        "sleep": 2,
+        "workout": 1,
+        "workout_energy": 1,
+    }
+    energy = next(r for r in records if r.metric == "workout_energy")
+    assert energy.value == pytest.approx(1255 / 4.184, abs=0.01) and energy.label == "Running"
     hr = next(r for r in records if r.metric == "heart_rate")
     assert hr.origin == "Watch" and hr.value == 61  # the Correlation child was not counted
     labels = sorted(r.label for r in records if r.metric == "sleep")
