@@ -104,8 +104,9 @@ def already_imported(session: Session, kind: str, sha: str) -> bool:
 
 def _sqlite_datetime(value: datetime) -> str:
     """What SQLAlchemy stores for an aware datetime on SQLite, about 4x faster."""
-    text = value.astimezone(UTC).replace(tzinfo=None).isoformat(" ")
-    return text if len(text) > 19 else text + ".000000"
+    utc = value.astimezone(UTC)
+    text = utc.isoformat(" ")  # "2026-11-01 07:00:00[.ffffff]+00:00"
+    return text[:26] if utc.microsecond else text[:19] + ".000000"
 
 
 def _same_as(reference: Callable[[Any], Any] | None, fast: Callable[[Any], Any]) -> bool:
@@ -133,6 +134,7 @@ class ReadingWriter:
         self.source = source
         self.now = now
         self.rows: list[Any] = []
+        self.last: list[Any] = [None, None]  # the last end datetime and its stored form
         conn: Connection = session.connection()
         self.conn = conn
         self.fast = conn.dialect.name == "sqlite"
@@ -155,16 +157,24 @@ class ReadingWriter:
         if not self.fast:
             self.rows.append(rec.row(self.source, self.now))
             return
-        start = rec.start
+        start, end = rec.start, rec.end
         offset = start.utcoffset()
-        to_db = self.to_db
+        # Readers reuse datetime objects (an instant's end is its start; a segment starts
+        # at the last one's end), so the conversion is reused by identity.
+        last = self.last
+        if start is last[0]:
+            start_db = last[1]
+        else:
+            start_db = self.to_db(start)
+        end_db = start_db if end is start else self.to_db(end)
+        last[0], last[1] = end, end_db
         self.rows.append(
             (
                 self.source,
                 rec.metric,
                 rec.origin,
-                to_db(start),
-                to_db(rec.end),
+                start_db,
+                end_db,
                 int(offset.total_seconds() // 60) if offset is not None else 0,
                 rec.value,
                 rec.unit,
@@ -223,21 +233,29 @@ def write_records(
         if progress:
             progress(summary.records)
 
-    by_type = summary.by_type
+    by_type: dict[str, int] = {}
+    pending = readings.rows
+    add = readings.add
     for rec in records:
         if type(rec) is ReadingRecord:
-            readings.add(rec)
-            by_type[rec.metric] += 1
+            add(rec)
+            metric = rec.metric
+            by_type[metric] = by_type.get(metric, 0) + 1
+            if len(pending) < BATCH:
+                continue
         elif isinstance(rec, EventRecord):
             events.append(rec.row(source, now))
             seen_events.setdefault(rec.calendar_id, set()).add((rec.uid, rec.recurrence_id))
-            summary.by_type["event"] += 1
+            by_type["event"] = by_type.get("event", 0) + 1
+            if len(pending) + len(events) < BATCH:
+                continue
         else:
             scopes.append(rec)
             continue
-        summary.records += 1
-        if len(readings.rows) + len(events) >= BATCH:
-            flush()
+        summary.records = sum(by_type.values())
+        flush()
+    summary.records = sum(by_type.values())
+    summary.by_type.update(by_type)
     flush()
     for scope in scopes:
         summary.cancelled += cancel_missing(

@@ -15,10 +15,11 @@ import zipfile
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 from xml.parsers import expat
 
 from bridge.errors import InputError
+from connectors.archive import check_member, open_zip
 from connectors.base import ReadContext, ReadingRecord
 
 KIND = "apple-health"
@@ -83,15 +84,20 @@ def _open(path: Path) -> tuple[IO[bytes], zipfile.ZipFile | None]:
         if path.suffix.lower() == ".zip":
             raise InputError(f"{path}: not a zip file (is the download complete?)")
         return path.open("rb"), None
-    try:
-        archive = zipfile.ZipFile(path)
-        names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "export.xml"]
-    except (zipfile.BadZipFile, OSError) as err:
-        raise InputError(f"{path}: damaged zip file: {err}") from None
+    archive = open_zip(path, "Apple Health export")
+    names = [i for i in archive.infolist() if i.filename.rsplit("/", 1)[-1] == "export.xml"]
     if not names:
         archive.close()
         raise InputError(f"{path}: no export.xml inside; is this an Apple Health export?")
-    return archive.open(min(names, key=len)), archive
+    member = min(names, key=lambda i: len(i.filename))
+    try:
+        check_member(path, member)
+        return archive.open(member), archive
+    except (InputError, zipfile.BadZipFile, OSError) as err:
+        archive.close()
+        if isinstance(err, InputError):
+            raise
+        raise InputError(f"{path}: damaged zip file: {err}") from None
 
 
 def _clean_chunks(stream: IO[bytes], path: Path) -> Iterator[bytes]:
@@ -128,10 +134,20 @@ def _clean_chunks(stream: IO[bytes], path: Path) -> Iterator[bytes]:
         yield chunk.translate(None, _CONTROL)
 
 
+_last_when: list[Any] = ["", None]
+
+
 def _when(text: str) -> datetime:
     # "2016-11-14 07:25:41 -0700": drop the space before the offset; fromisoformat is
-    # many times faster than strptime, and exports hold millions of these.
-    return datetime.fromisoformat(text[:19] + text[20:] if len(text) > 20 else text)
+    # many times faster than strptime, and exports hold millions of these. An instant's
+    # end equals its start and a segment starts where the last one ended, so the last
+    # answer is reused (the writer then reuses its conversion too, by identity).
+    last = _last_when
+    if text == last[0]:
+        return last[1]
+    when = datetime.fromisoformat(text[:19] + text[20:] if len(text) > 20 else text)
+    last[0], last[1] = text, when
+    return when
 
 
 _device_cache: dict[str, str] = {}
