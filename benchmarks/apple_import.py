@@ -122,7 +122,9 @@ def main() -> None:
     env = {**os.environ, "RHYTHM_BRIDGE_CONFIG": str(config)}
     cli = [str(BIN / "rhythm-bridge"), "import", "apple-health", str(export)]
 
-    results = {"floor": measure([sys.executable, __file__, "--floor", str(export), str(work / "floor.db")])}
+    results = {
+        "floor": measure([sys.executable, __file__, "--floor", str(export), str(work / "floor.db")])
+    }
     results["import"] = measure(cli, env)
     results["again"] = measure(cli, env)
     results["forced"] = measure([*cli, "--force"], env)

@@ -35,14 +35,15 @@ WATCH, PHONE = "Robin’s Apple Watch", "Robin’s iPhone"
 DEVICES = {
     WATCH: "name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch7,3, "
     "software:10.2",
-    PHONE: "name:iPhone, manufacturer:Apple Inc., model:iPhone, hardware:iPhone15,3, "
-    "software:17.2",
+    PHONE: "name:iPhone, manufacturer:Apple Inc., model:iPhone, hardware:iPhone15,3, software:17.2",
 }
 BYTES_PER_DAY = 650_000  # measured with the defaults; --mb converts with it
 STAGES = (("AsleepCore", "core"), ("AsleepDeep", "deep"), ("AsleepREM", "rem"))
 # Apple writes beat times in the phone's locale: 12 h with AM/PM, 24 h, comma decimals.
 BEAT_TIME: dict[str, Callable[[int, int, int, int], str]] = {
-    "en_US": lambda h, m, s, cs: f"{h % 12 or 12}:{m:02d}:{s:02d}.{cs:02d} {'AM' if h < 12 else 'PM'}",
+    "en_US": lambda h, m, s, cs: (
+        f"{h % 12 or 12}:{m:02d}:{s:02d}.{cs:02d} {'AM' if h < 12 else 'PM'}"
+    ),
     "en_GB": lambda h, m, s, cs: f"{h:02d}:{m:02d}:{s:02d}.{cs:02d}",
     "de_DE": lambda h, m, s, cs: f"{h:02d}:{m:02d}:{s:02d},{cs:02d}",
 }
@@ -150,7 +151,9 @@ class Export:
                 while t < start + length:
                     n = min(seg, start + length - t)
                     v = max(1, round(cadence * n / 60 * r.uniform(0.9, 1.1)))
-                    self.emit(self.record(Q + "StepCount", "steps", source, t, t + n, str(v), "count"))
+                    self.emit(
+                        self.record(Q + "StepCount", "steps", source, t, t + n, str(v), "count")
+                    )
                     self.days[self.day_key(t)]["steps"][source] += v
                     t += n
 
@@ -167,7 +170,11 @@ class Export:
         while t < d * DAY + 23 * 3600:
             n = r.randint(40, 120)
             kcal = f"{r.uniform(0.05, 6):.3f}"
-            self.emit(self.record(Q + "ActiveEnergyBurned", "active_energy", WATCH, t, t + n, kcal, "kcal"))
+            self.emit(
+                self.record(
+                    Q + "ActiveEnergyBurned", "active_energy", WATCH, t, t + n, kcal, "kcal"
+                )
+            )
             t += n
         t = d * DAY
         while t < (d + 1) * DAY:  # a type the meters do not use: read past, never kept
@@ -179,7 +186,11 @@ class Export:
     def resting(self, d: int, r: random.Random) -> None:
         start = d * DAY + r.randint(0, 600)
         v = str(r.randint(52, 62))
-        self.emit(self.record(Q + "RestingHeartRate", "resting_hr", WATCH, start, start + 80_000, v, "count/min"))
+        self.emit(
+            self.record(
+                Q + "RestingHeartRate", "resting_hr", WATCH, start, start + 80_000, v, "count/min"
+            )
+        )
 
     def hrv(self, d: int, r: random.Random) -> None:
         fmt = BEAT_TIME.get(self.a.locale, BEAT_TIME["en_US"])
@@ -191,7 +202,9 @@ class Export:
                 cs = int(t * 100) % (DAY * 100)
                 sec, cs = divmod(cs, 100)
                 text = fmt(sec // 3600, sec // 60 % 60, sec % 60, cs)
-                beats.append(f'   <InstantaneousBeatsPerMinute bpm="{r.randint(54, 70)}" time="{text}"/>\n')
+                beats.append(
+                    f'   <InstantaneousBeatsPerMinute bpm="{r.randint(54, 70)}" time="{text}"/>\n'
+                )
             children = (
                 "  <HeartRateVariabilityMetadataList>\n"
                 + "".join(beats)
@@ -199,13 +212,26 @@ class Export:
             )
             self.counts["hrv_rmssd"] += 1  # the reader derives RMSSD from the beat times
             v = f"{r.lognormvariate(3.8, 0.3):.4f}"
-            self.emit(self.record(Q + "HeartRateVariabilitySDNN", "hrv_sdnn", WATCH, start, int(t) + 1, v, "ms", children))
+            self.emit(
+                self.record(
+                    Q + "HeartRateVariabilitySDNN",
+                    "hrv_sdnn",
+                    WATCH,
+                    start,
+                    int(t) + 1,
+                    v,
+                    "ms",
+                    children,
+                )
+            )
 
     def respiratory(self, d: int, r: random.Random) -> None:
         t = d * DAY + r.randint(0, 900)
         while t < d * DAY + 6 * 3600:
             v = f"{r.uniform(12, 17):.1f}"
-            self.emit(self.record(Q + "RespiratoryRate", "respiratory_rate", WATCH, t, t, v, "count/min"))
+            self.emit(
+                self.record(Q + "RespiratoryRate", "respiratory_rate", WATCH, t, t, v, "count/min")
+            )
             t += r.randint(600, 1200)
 
     def sleep(self, d: int, r: random.Random) -> None:
@@ -213,7 +239,9 @@ class Export:
         wake = (d + 1) * DAY + r.randint(6 * 3600, 8 * 3600)
         night = self.days[self.day_key(wake)]["sleep_min"]
         value = C + "SleepAnalysis"
-        self.emit(self.record(value, "sleep", PHONE, bed, wake + 300, "HKCategoryValueSleepAnalysisInBed"))
+        self.emit(
+            self.record(value, "sleep", PHONE, bed, wake + 300, "HKCategoryValueSleepAnalysisInBed")
+        )
         night["in_bed"] += (wake + 300 - bed) / 60
         t = bed + r.randint(300, 1200)
         while t < wake:
@@ -231,7 +259,11 @@ class Export:
             start = d * DAY + r.randint(8 * 3600, 21 * 3600)
             length = r.randint(60, 900)
             kind = C + "MindfulSession"
-            self.emit(self.record(kind, "mindful", WATCH, start, start + length, "HKCategoryValueNotApplicable"))
+            self.emit(
+                self.record(
+                    kind, "mindful", WATCH, start, start + length, "HKCategoryValueNotApplicable"
+                )
+            )
             self.days[self.day_key(start)]["mindful_min"] += length / 60
 
     def blood_pressure(self, d: int, r: random.Random) -> None:

@@ -162,10 +162,7 @@ class ReadingWriter:
         # Readers reuse datetime objects (an instant's end is its start; a segment starts
         # at the last one's end), so the conversion is reused by identity.
         last = self.last
-        if start is last[0]:
-            start_db = last[1]
-        else:
-            start_db = self.to_db(start)
+        start_db = last[1] if start is last[0] else self.to_db(start)
         end_db = start_db if end is start else self.to_db(end)
         last[0], last[1] = end, end_db
         self.rows.append(

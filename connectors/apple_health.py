@@ -9,7 +9,7 @@ can be declared, so entity expansion attacks have nothing to expand.
 
 from __future__ import annotations
 
-import math
+import itertools
 import re
 import zipfile
 from collections.abc import Iterator
@@ -21,6 +21,7 @@ from xml.parsers import expat
 from bridge.errors import InputError
 from connectors.archive import check_member, open_zip
 from connectors.base import ReadContext, ReadingRecord
+from connectors.hrv import rmssd_ms
 
 KIND = "apple-health"
 SOURCE = "apple_health"
@@ -48,7 +49,9 @@ SLEEP_VALUES: dict[str, str] = {
     "HKCategoryValueSleepAnalysisAsleepREM": "rem",
 }
 # Very old exports and some third-party apps write the enum's integer instead.
-SLEEP_VALUES.update({"0": "in_bed", "1": "asleep", "2": "awake", "3": "core", "4": "deep", "5": "rem"})
+SLEEP_VALUES.update(
+    {"0": "in_bed", "1": "asleep", "2": "awake", "3": "core", "4": "deep", "5": "rem"}
+)
 HRV_TYPE = Q + "HeartRateVariabilitySDNN"
 PROVIDES = frozenset(
     {
@@ -70,7 +73,6 @@ _DEVICE_NAME = re.compile(r"name:([^,>]+)")
 _BEAT_TIME = re.compile(r"(\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d+))?")
 _PM = ("PM", "pm", "p.m.", "P.M.", "午後", "오후", "下午", "nachm.")
 _AM = ("AM", "am", "a.m.", "A.M.", "午前", "오전", "上午", "vorm.")
-MIN_BEATS = 10
 _KM_PER = {"km": 1.0, "m": 0.001, "mi": 1.609344, "yd": 0.0009144, "ft": 0.0003048}
 
 
@@ -154,7 +156,7 @@ _device_cache: dict[str, str] = {}
 
 
 def _device_name(device: str) -> str:
-    """"name:Apple Watch" out of the escaped "<<HKDevice: 0x…>, name:Apple Watch, …>"."""
+    """ "name:Apple Watch" out of the escaped "<<HKDevice: 0x…>, name:Apple Watch, …>"."""
     name = _device_cache.get(device)
     if name is None:
         match = _DEVICE_NAME.search(device)
@@ -186,22 +188,9 @@ def _beat_seconds(text: str) -> float | None:
     return h * 3600 + int(minute) * 60 + int(sec) + (float("0." + frac) if frac else 0.0)
 
 
-def rmssd_ms(beat_times: list[float]) -> float | None:
-    """RMSSD (ms) of the RR intervals between successive beat times (seconds of day).
-
-    Apple stores SDNN, which is not comparable to the RMSSD of Garmin and WHOOP; the beat
-    times in the metadata list give a comparable RMSSD. Intervals outside 0.25–2.5 s
-    (missed or doubled beats) are dropped.
-    """
-    rr = []
-    for a, b in zip(beat_times, beat_times[1:], strict=False):
-        gap = b - a if b >= a else b + 86_400 - a  # the list may cross midnight
-        if 0.25 <= gap <= 2.5:
-            rr.append(gap)
-    if len(rr) < MIN_BEATS:
-        return None
-    diffs = [(y - x) ** 2 for x, y in zip(rr, rr[1:], strict=False)]
-    return round(math.sqrt(sum(diffs) / len(diffs)) * 1000, 2)
+def beat_intervals(beat_times: list[float]) -> list[float]:
+    """RR intervals (s) between successive beat times of day; the list may cross midnight."""
+    return [b - a if b >= a else b + 86_400 - a for a, b in itertools.pairwise(beat_times)]
 
 
 def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
@@ -287,14 +276,20 @@ class _State:
         if name == "Record":
             if self.hrv is not None:
                 sdnn, self.hrv = self.hrv, None
-                rmssd = rmssd_ms(self.beats) if self.beats else None
+                rmssd = rmssd_ms(beat_intervals(self.beats)) if self.beats else None
                 self.beats.clear()
                 if rmssd is not None:
                     self.out.append(
                         ReadingRecord(
-                            "hrv_rmssd", sdnn.start, sdnn.end, rmssd, "ms", "beats",
-                            sdnn.origin, sdnn.device,
-                        )  # fmt: skip
+                            "hrv_rmssd",
+                            sdnn.start,
+                            sdnn.end,
+                            rmssd,
+                            "ms",
+                            "beats",
+                            sdnn.origin,
+                            sdnn.device,
+                        )
                     )
         elif name == "Correlation":
             self.correlation -= 1
@@ -362,10 +357,14 @@ def _workout(a: dict[str, str], stats: dict[str, float]) -> list[ReadingRecord]:
         distance = _number(a["totalDistance"]) * factor if factor else None
     if energy is not None:
         out.append(
-            ReadingRecord("workout_energy", start, end, round(energy, 3), "kcal", activity, origin, device)
+            ReadingRecord(
+                "workout_energy", start, end, round(energy, 3), "kcal", activity, origin, device
+            )
         )
     if distance is not None:
         out.append(
-            ReadingRecord("workout_distance", start, end, round(distance, 4), "km", activity, origin, device)
+            ReadingRecord(
+                "workout_distance", start, end, round(distance, 4), "km", activity, origin, device
+            )
         )
     return out

@@ -39,9 +39,10 @@ def open_zip(path: Path, what: str) -> zipfile.ZipFile:
 def check_member(path: Path, info: zipfile.ZipInfo) -> None:
     """Refuse a member that would expand suspiciously far (a zip bomb)."""
     if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(1, info.compress_size):
+        ratio = info.file_size // max(1, info.compress_size)
         raise InputError(
-            f"{path}: member {info.filename} would expand {info.file_size // max(1, info.compress_size)}x "
-            f"to {info.file_size >> 20} MB; refusing a likely zip bomb"
+            f"{path}: member {info.filename} would expand {ratio}x to "
+            f"{info.file_size >> 20} MB; refusing a likely zip bomb"
         )
 
 

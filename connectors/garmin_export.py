@@ -107,7 +107,10 @@ def _stamp(value: Any) -> datetime | None:
 
 def _day_zone(entry: dict[str, Any], ctx: ReadContext) -> tzinfo:
     """The zone the day was lived in: Garmin's local/GMT pair if present, else the person's."""
-    local, gmt = _stamp(entry.get("wellnessStartTimeLocal")), _stamp(entry.get("wellnessStartTimeGmt"))
+    local, gmt = (
+        _stamp(entry.get("wellnessStartTimeLocal")),
+        _stamp(entry.get("wellnessStartTimeGmt")),
+    )
     if local is not None and gmt is not None:
         return timezone(timedelta(minutes=round((local - gmt).total_seconds() / 60)))
     return ctx.tz
@@ -202,7 +205,11 @@ def _health(entry: dict[str, Any], ctx: ReadContext) -> Iterator[ReadingRecord]:
         return
     start, end = _day(entry, ctx)
     origin = ORIGIN["health"]
-    metrics = {"HRV": ("hrv_rmssd", "ms"), "HR": ("resting_hr", "bpm"), "RESPIRATION": ("respiratory_rate", "breaths/min")}
+    metrics = {
+        "HRV": ("hrv_rmssd", "ms"),
+        "HR": ("resting_hr", "bpm"),
+        "RESPIRATION": ("respiratory_rate", "breaths/min"),
+    }
     for metric in entry.get("metrics", []) or []:
         key = metrics.get(str(metric.get("type", "")).upper())
         value = _num(metric.get("value"))

@@ -22,7 +22,9 @@ def test_real_export_with_full_dtd(ctx):
     counts = Counter(r.metric for r in records)
     assert counts == {"steps": 10, "workout": 1, "workout_energy": 1, "workout_distance": 1}
     energy = next(r for r in records if r.metric == "workout_energy")
-    assert energy.value == pytest.approx(139.317) and energy.label == "Other"  # pre-iOS 16 attribute
+    assert (
+        energy.value == pytest.approx(139.317) and energy.label == "Other"
+    )  # pre-iOS 16 attribute
     first = next(r for r in records if r.metric == "steps")
     assert first.origin and first.unit == "count"
     assert first.start.utcoffset() is not None
