@@ -140,10 +140,15 @@ class Export:
 
     # One type at a time, day by day, like Apple (records are grouped by type).
     def steps(self, d: int, r: random.Random) -> None:
+        bouts: list[tuple[int, int]] = []
         for _ in range(r.randint(10, 20)):
             start = d * DAY + r.randint(7 * 3600, 21 * 3600)
             length = r.randint(120, 1200)
             cadence = r.randint(80, 120)
+            # A device never counts the same seconds twice: walks do not overlap.
+            if any(start < e + 60 and start + length + 60 > s for s, e in bouts):
+                continue
+            bouts.append((start, start + length))
             for source, seg in ((WATCH, 120), (PHONE, 300)):
                 if source == PHONE and r.random() < 0.3:
                     continue  # the phone stayed on the desk
