@@ -66,6 +66,7 @@ PROVIDES = frozenset(
 )
 
 CHUNK = 1 << 20
+PROLOG_LIMIT = 4 * CHUNK  # a real DTD is about 10 KB; <HealthData> follows it
 _CONTROL = bytes(b for b in range(32) if b not in (9, 10, 13))
 _DEVICE_NAME = re.compile(r"name:([^,>]+)")
 # A beat's time of day as the phone's locale wrote it: "6:14:48.94 PM", "20:14:07.68",
@@ -119,7 +120,7 @@ def _clean_chunks(stream: IO[bytes], path: Path) -> Iterator[bytes]:
             head += chunk
             start = head.find(b"<!DOCTYPE")
             root = head.find(b"<HealthData")
-            if start == -1 and root == -1 and len(head) < 64 * CHUNK:
+            if start == -1 and root == -1 and len(head) < PROLOG_LIMIT:
                 continue
             subset = head.find(b"[", start) if start != -1 else -1
             if subset != -1 and head.find(b">", start) < subset:
@@ -127,7 +128,7 @@ def _clean_chunks(stream: IO[bytes], path: Path) -> Iterator[bytes]:
             if subset != -1 and (root == -1 or start < root):
                 end = head.find(b"]>", subset)
                 if end == -1:
-                    if len(head) > 64 * CHUNK:
+                    if len(head) > PROLOG_LIMIT:
                         raise InputError(f"{path}: DOCTYPE never ends; not an Apple Health export")
                     continue
                 head = head[:start] + head[end + 2 :]
