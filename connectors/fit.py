@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from bridge.errors import InputError
 from connectors.base import ReadContext, ReadingRecord
@@ -189,14 +189,19 @@ class _Reader:
 
 def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
     """Every reading of one FIT file; a bad CRC or a broken header refuses the file."""
+    path = Path(path)
+    return iter(records(str(path), str(path), ctx))
+
+
+def records(fit_file: str | IO[bytes], name: str, ctx: ReadContext) -> list[ReadingRecord]:
+    """The readings of a FIT file (a path or a binary file object), all or nothing."""
     import fitdecode
 
-    path = Path(path)
     out: list[ReadingRecord] = []
     state = _Reader(ctx)
     try:
         with fitdecode.FitReader(
-            str(path),
+            fit_file,
             check_crc=fitdecode.CrcCheck.RAISE,
             error_handling=fitdecode.ErrorHandling.RAISE,
         ) as fit:
@@ -205,11 +210,11 @@ def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
                     out.extend(state.message(frame))
         out.extend(state.finish())
     except fitdecode.FitError as err:
-        raise InputError(f"{path}: not a readable FIT file ({err})") from None
+        raise InputError(f"{name}: not a readable FIT file ({err})") from None
     except OSError as err:
-        raise InputError(f"{path}: cannot read: {err.strerror or err}") from None
+        raise InputError(f"{name}: cannot read: {err.strerror or err}") from None
     if not out and not state.origin:
-        raise InputError(f"{path}: no FIT data inside")
+        raise InputError(f"{name}: no FIT data inside")
     # FIT files are small (kilobytes to a few MB): reading fully first means a bad CRC at
     # the end refuses the file before any record is yielded.
-    return iter(out)
+    return out

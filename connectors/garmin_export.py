@@ -10,12 +10,14 @@ Garmin writes some with a UTF-8 BOM):
     DI_CONNECT/DI-Connect-Wellness/<...>_healthStatusData.json     per day metrics[]:
         HRV (overnight RMSSD, ms), HR (resting), RESPIRATION
 
-The format is undocumented; unknown fields are ignored and a day missing a field simply
-yields nothing for it. A daily value spans that local calendar day.
+Monitoring and sleep FIT files that some exports carry (`*.fit` members) are read with
+the FIT reader. The format is undocumented; unknown fields are ignored and a day missing a
+field simply yields nothing for it. A daily value spans that local calendar day.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Iterator
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.errors import InputError
+from connectors import fit
 from connectors.archive import open_zip, read_member
 from connectors.base import ReadContext, ReadingRecord
 
@@ -31,12 +34,15 @@ KIND = "garmin-export"
 SOURCE = "garmin_export"
 PROVIDES = frozenset(
     {"resting_hr", "steps", "stress", "body_battery", "sleep", "hrv_rmssd", "respiratory_rate"}
+    | fit.PROVIDES
 )
 
 MAX_JSON = 256 << 20  # the largest UDS/sleep file of a decade-long account is a few MB
 _UDS = re.compile(r"(^|/)UDSFile_[^/]*\.json$", re.IGNORECASE)
 _SLEEP = re.compile(r"(^|/)[^/]*_sleepData\.json$", re.IGNORECASE)
 _HEALTH = re.compile(r"(^|/)[^/]*_healthStatusData\.json$", re.IGNORECASE)
+_FIT = re.compile(r"\.fit$", re.IGNORECASE)
+MAX_FIT = 64 << 20
 # Garmin's sleep stages -> ours ("light" is N1+N2, which Apple calls core).
 STAGES = {"deep": "deep", "light": "core", "rem": "rem", "awake": "awake"}
 ORIGIN = {"uds": "Garmin daily summary", "sleep": "Garmin sleep", "health": "Garmin health status"}
@@ -52,6 +58,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
             (_UDS, _uds),
             (_SLEEP, _sleep),
             (_HEALTH, _health),
+            (_FIT, None),
         ]
         found = False
         for pattern, reader in families:
@@ -59,6 +66,10 @@ def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
                 if not pattern.search(info.filename):
                     continue
                 found = True
+                if pattern is _FIT:
+                    data = read_member(path, archive, info, MAX_FIT)
+                    yield from fit.records(io.BytesIO(data), f"{path}: {info.filename}", ctx)
+                    continue
                 doc = _json(path, info.filename, read_member(path, archive, info, MAX_JSON))
                 for entry in _entries(doc):
                     try:
@@ -70,8 +81,8 @@ def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
                         ) from None
     if not found:
         raise InputError(
-            f"{path}: no UDSFile_*.json, *_sleepData.json or *_healthStatusData.json inside; "
-            "is this a Garmin 'Export your data' ZIP?"
+            f"{path}: no UDSFile_*.json, *_sleepData.json, *_healthStatusData.json or "
+            "*.fit inside; is this a Garmin 'Export your data' ZIP?"
         )
 
 

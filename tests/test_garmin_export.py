@@ -154,3 +154,18 @@ def test_bad_exports(store, ctx, tmp_path, files, needle):
         import_file(store, "garmin-export", path, ctx)
     assert str(path) in str(err.value)
     assert store.count(Reading) == 0
+
+
+def test_fit_files_inside_the_export_are_read(ctx, tmp_path):
+    from tests.conftest import FIXTURES
+
+    monitor = (FIXTURES / "garmin" / "fit" / "MonitoringFile.fit").read_bytes()
+    path = _export(tmp_path, {"DI-Connect-Monitor/1_WELLNESS_Monitoring.fit": monitor})
+    records = list(garmin_export.read(path, ctx))
+    assert Counter(r.metric for r in records) == {"steps": 79}
+    assert sum(r.value for r in records) == 3173
+    broken = _export(tmp_path, {"DI-Connect-Monitor/x.fit": monitor[:-2] + b"\0\0"}, "bad.zip")
+    with pytest.raises(
+        InputError, match=r"bad\.zip: DI_CONNECT/DI-Connect-Monitor/x\.fit: not a readable FIT"
+    ):
+        list(garmin_export.read(broken, ctx))
