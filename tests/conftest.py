@@ -45,3 +45,15 @@ def store(settings: Settings):
 @pytest.fixture
 def ctx() -> ReadContext:
     return ReadContext(tz=BERLIN, now=DEMO_NOW)
+
+
+@pytest.fixture
+def cli_state():
+    """The CLI caches settings and the store per process; each CLI test starts clean."""
+    from bridge.cli import _state
+
+    _state.clear()
+    yield _state
+    if _state.get("store") is not None:
+        _state["store"].dispose()
+    _state.clear()

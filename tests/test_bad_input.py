@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bridge.cli import _state, app
+from bridge.cli import app
 from bridge.errors import InputError
 from bridge.ingest import import_file
 from bridge.store import Store
@@ -130,13 +130,7 @@ CASES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cli_state():
-    _state.clear()
-    yield
-    if _state.get("store") is not None:
-        _state["store"].dispose()
-    _state.clear()
+pytestmark = pytest.mark.usefixtures("cli_state")
 
 
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))

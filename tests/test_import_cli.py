@@ -8,20 +8,13 @@ import pytest
 import respx
 from typer.testing import CliRunner
 
-from bridge.cli import _state, app
+from bridge.cli import app
 from bridge.ingest import import_file
 from bridge.progress import records_progress
 from tests.conftest import FIXTURES, SAMPLE
 from tests.helpers import write_config
 
-
-@pytest.fixture(autouse=True)
-def _fresh_cli_state():
-    _state.clear()
-    yield
-    if _state.get("store") is not None:
-        _state["store"].dispose()
-    _state.clear()
+pytestmark = pytest.mark.usefixtures("cli_state")
 
 
 def _run(tmp_path, *args):

@@ -11,16 +11,9 @@ from bridge import ingest
 from bridge.sources import run_source
 from bridge.store.models import CalendarEvent, ImportedFile, Reading
 from tests.conftest import FIXTURES, SAMPLE
+from tests.test_garmin_export import SLEEP
 
-SLEEP = [
-    {
-        "calendarDate": "2026-11-18",
-        "sleepStartTimestampGMT": "2026-11-17T22:14:00.0",
-        "sleepEndTimestampGMT": "2026-11-18T05:50:00.0",
-        "deepSleepSeconds": 5400,
-        "lightSleepSeconds": 15600,
-    }
-]
+NIGHT = SLEEP[0]  # deep, light, rem, awake and respiration: 5 readings
 
 
 def _with(settings, name, **values):
@@ -30,9 +23,9 @@ def _with(settings, name, **values):
     )
 
 
-def _garmin_zip(path):
+def _garmin_zip(path, nights):
     with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("DI_CONNECT/DI-Connect-Wellness/1_sleepData.json", json.dumps(SLEEP))
+        zf.writestr("DI_CONNECT/DI-Connect-Wellness/1_sleepData.json", json.dumps(nights))
     return path
 
 
@@ -41,11 +34,11 @@ def test_garmin_export_dir_imports_new_and_changed_files_only(
 ):
     folder = tmp_path / "garmin"
     folder.mkdir()
-    _garmin_zip(folder / "export.zip")
+    _garmin_zip(folder / "export.zip", [NIGHT])
     shutil.copy(FIXTURES / "garmin" / "fit" / "MonitoringFile.fit", folder / "monitor.fit")
     settings = _with(settings, "garmin", export_dir=str(folder))
     first = run_source(store, settings, "garmin", ctx)
-    assert first.status == "ok" and first.new == first.records == store.count(Reading) == 81
+    assert first.status == "ok" and first.new == first.records == store.count(Reading) == 84
     assert store.count(ImportedFile) == 2
 
     # Unchanged files are recognised without reading them again.
@@ -58,20 +51,15 @@ def test_garmin_export_dir_imports_new_and_changed_files_only(
     monkeypatch.undo()
 
     # A changed file (new content) is imported; only its new rows count.
-    SLEEP.append(
-        {
-            **SLEEP[0],
-            "calendarDate": "2026-11-19",
-            "sleepStartTimestampGMT": "2026-11-18T22:00:00.0",
-            "sleepEndTimestampGMT": "2026-11-19T06:00:00.0",
-        }
-    )
-    try:
-        _garmin_zip(folder / "export.zip")
-    finally:
-        SLEEP.pop()
+    next_night = {
+        **NIGHT,
+        "calendarDate": "2026-11-19",
+        "sleepStartTimestampGMT": "2026-11-18T22:00:00.0",
+        "sleepEndTimestampGMT": "2026-11-19T06:00:00.0",
+    }
+    _garmin_zip(folder / "export.zip", [NIGHT, next_night])
     changed = run_source(store, settings, "garmin", ctx)
-    assert changed.status == "ok" and changed.new == 2 and store.count(Reading) == 83
+    assert changed.status == "ok" and changed.new == 5 and store.count(Reading) == 89
 
 
 def test_a_bad_file_in_a_watched_folder_does_not_block_the_others(store, settings, ctx, tmp_path):
