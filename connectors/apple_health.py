@@ -238,7 +238,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
 class _State:
     """The parser's handlers and what they remember between elements."""
 
-    __slots__ = ("beats", "correlation", "hrv", "out", "seen_root", "stats", "workout")
+    __slots__ = ("activity", "beats", "correlation", "hrv", "out", "seen_root", "stats", "workout")
 
     def __init__(self, out: list[ReadingRecord]) -> None:
         self.out = out
@@ -248,6 +248,7 @@ class _State:
         self.beats: list[float] = []
         self.workout: dict[str, str] | None = None
         self.stats: dict[str, float] = {}
+        self.activity = False
 
     def start(self, name: str, attrs: dict[str, str]) -> None:
         if name == "Record":
@@ -269,7 +270,12 @@ class _State:
             self.stats = {}
         elif name == "WorkoutStatistics":
             if self.workout is not None:
-                _statistic(attrs, self.stats)
+                # iOS 16+ may also nest statistics per WorkoutActivity (one per leg of a
+                # multisport workout); the workout's own totals win, the legs' sum is a
+                # fallback, never both.
+                _statistic(attrs, self.stats, "leg_" if self.activity else "")
+        elif name == "WorkoutActivity":
+            self.activity = True
         elif name == "HealthData":
             self.seen_root = True
 
@@ -294,6 +300,8 @@ class _State:
                     )
         elif name == "Correlation":
             self.correlation -= 1
+        elif name == "WorkoutActivity":
+            self.activity = False
         elif name == "Workout" and self.workout is not None:
             self.out.extend(_workout(self.workout, self.stats))
             self.workout = None
@@ -303,17 +311,19 @@ def _kcal(value: float, unit: str) -> float:
     return value / 4.184 if unit == "kJ" else value  # "Cal" and "kcal" are the same
 
 
-def _statistic(a: dict[str, str], stats: dict[str, float]) -> None:
+def _statistic(a: dict[str, str], stats: dict[str, float], prefix: str) -> None:
     """Total energy (kcal) and distance (km) of a workout from its WorkoutStatistics."""
     kind, total = a.get("type", ""), a.get("sum")
     if total is None:
         return
     if kind == Q + "ActiveEnergyBurned":
-        stats["energy"] = stats.get("energy", 0.0) + _kcal(_number(total), a.get("unit", ""))
+        key = prefix + "energy"
+        stats[key] = stats.get(key, 0.0) + _kcal(_number(total), a.get("unit", ""))
     elif kind.startswith(Q + "Distance"):
         factor = _KM_PER.get(a.get("unit", "km"))
         if factor is not None:
-            stats["distance"] = stats.get("distance", 0.0) + _number(total) * factor
+            key = prefix + "distance"
+            stats[key] = stats.get(key, 0.0) + _number(total) * factor
 
 
 def _record(a: dict[str, str]) -> ReadingRecord | None:
@@ -349,10 +359,10 @@ def _workout(a: dict[str, str], stats: dict[str, float]) -> list[ReadingRecord]:
     minutes = (end - start).total_seconds() / 60
     out = [ReadingRecord("workout", start, end, minutes, "min", activity, origin, device)]
     # Before iOS 16 the totals were attributes of the Workout itself.
-    energy = stats.get("energy")
+    energy = stats.get("energy", stats.get("leg_energy"))
     if energy is None and a.get("totalEnergyBurned"):
         energy = _kcal(_number(a["totalEnergyBurned"]), a.get("totalEnergyBurnedUnit", "kcal"))
-    distance = stats.get("distance")
+    distance = stats.get("distance", stats.get("leg_distance"))
     if distance is None and a.get("totalDistance"):
         factor = _KM_PER.get(a.get("totalDistanceUnit", "km"))
         distance = _number(a["totalDistance"]) * factor if factor else None
