@@ -199,8 +199,12 @@ def _sleep(entry: dict[str, Any], ctx: ReadContext) -> Iterator[ReadingRecord]:
     end = _stamp(entry.get("sleepEndTimestampGMT"))
     if start is None or end is None or end <= start:
         return  # a day without a recorded night
-    local = ctx.tz
-    start, end = start.astimezone(local), end.astimezone(local)
+    # The "Local" twin is wall time written as if it were UTC; the gap is the night's offset.
+    local_start = _stamp(entry.get("sleepStartTimestampLocal"))
+    zone: tzinfo = ctx.tz
+    if local_start is not None:
+        zone = timezone(timedelta(minutes=round((local_start - start).total_seconds() / 60)))
+    start, end = start.astimezone(zone), end.astimezone(zone)
     origin = ORIGIN["sleep"]
     for key, label in STAGES.items():
         seconds = _num(entry.get(f"{key}SleepSeconds"))

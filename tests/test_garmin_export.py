@@ -54,6 +54,13 @@ SLEEP = [
         "sleepScores": {"overallScore": 81},
     },
     {"calendarDate": "2026-11-19", "retro": True},  # no night recorded
+    {  # a night in New York: the "Local" twin gives the offset (GMT-5)
+        "calendarDate": "2026-11-21",
+        "sleepStartTimestampGMT": "2026-11-21T04:00:00.0",
+        "sleepEndTimestampGMT": "2026-11-21T12:00:00.0",
+        "sleepStartTimestampLocal": "2026-11-20T23:00:00.0",
+        "deepSleepSeconds": 3600,
+    },
 ]
 HEALTH = [
     {
@@ -100,7 +107,7 @@ def test_daily_summaries_sleep_and_health_status(ctx, tmp_path):
         "steps": 2,
         "stress": 3,
         "body_battery": 2,
-        "sleep": 4,
+        "sleep": 5,
         "respiratory_rate": 2,
         "hrv_rmssd": 1,
     }
@@ -109,10 +116,11 @@ def test_daily_summaries_sleep_and_health_status(ctx, tmp_path):
     assert day.end - day.start == timedelta(days=1)
     stress = {r.label: r.value for r in records if r.metric == "stress"}
     assert stress == {"": 31, "awake": 38, "asleep": 14}  # the -1 "no data" day is dropped
-    sleep = {r.label: r.value for r in records if r.metric == "sleep"}
+    nights = [r for r in records if r.metric == "sleep"]
+    sleep = {r.label: r.value for r in nights[:4]}
     assert sleep == {"deep": 90, "core": 260, "rem": 80, "awake": 26}  # light -> core
-    night = next(r for r in records if r.metric == "sleep")
-    assert night.start.isoformat() == "2026-11-17T23:14:00+01:00"
+    assert nights[0].start.isoformat() == "2026-11-17T23:14:00+01:00"
+    assert nights[4].start.isoformat() == "2026-11-20T23:00:00-05:00"
     hrv = next(r for r in records if r.metric == "hrv_rmssd")
     assert hrv.value == 48 and hrv.label == "night"
 
@@ -120,7 +128,7 @@ def test_daily_summaries_sleep_and_health_status(ctx, tmp_path):
 def test_missing_files_are_tolerated(ctx, tmp_path):
     path = _export(tmp_path, {"DI-Connect-Wellness/1_sleepData.json": json.dumps(SLEEP)})
     assert Counter(r.metric for r in garmin_export.read(path, ctx)) == {
-        "sleep": 4,
+        "sleep": 5,
         "respiratory_rate": 1,
     }
 
@@ -128,9 +136,9 @@ def test_missing_files_are_tolerated(ctx, tmp_path):
 def test_import_then_reimport(store, ctx, tmp_path):
     path = _full(tmp_path)
     first = import_file(store, "garmin-export", path, ctx)
-    assert first.new == first.records == store.count(Reading) == 16
+    assert first.new == first.records == store.count(Reading) == 17
     again = import_file(store, "garmin-export", path, ctx, force=True)
-    assert again.new == 0 and store.count(Reading) == 16
+    assert again.new == 0 and store.count(Reading) == 17
 
 
 @pytest.mark.parametrize(
