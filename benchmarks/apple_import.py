@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -36,6 +37,7 @@ from pathlib import Path
 from xml.parsers import expat
 
 HERE = Path(__file__).resolve().parent
+NEW = re.compile(r"; (\d+) new, ")
 sys.path.insert(0, str(HERE))
 BIN = Path(sys.executable).parent
 
@@ -147,6 +149,7 @@ def main() -> None:
             "wall_s": round(float(m["wall"]), 2),
             "cpu_s": round(float(m["cpu"]), 2),
             "peak_rss_mb": round(float(m["rss_mb"]), 1),
+            **({"new_rows": int(new.group(1))} if (new := NEW.search(str(m["out"]))) else {}),
         }
         for name, m in results.items()
     }

@@ -52,7 +52,6 @@ SLEEP_VALUES: dict[str, str] = {
 SLEEP_VALUES.update(
     {"0": "in_bed", "1": "asleep", "2": "awake", "3": "core", "4": "deep", "5": "rem"}
 )
-HRV_TYPE = Q + "HeartRateVariabilitySDNN"
 PROVIDES = frozenset(
     {
         *QUANTITY_TYPES.values(),
@@ -256,7 +255,7 @@ class _State:
                 rec = _record(attrs)
                 if rec is not None:
                     self.out.append(rec)
-                    if attrs["type"] == HRV_TYPE:
+                    if rec.metric == "hrv_sdnn":
                         self.hrv = rec
         elif name == "InstantaneousBeatsPerMinute":
             if self.hrv is not None:
@@ -331,7 +330,9 @@ def _record(a: dict[str, str]) -> ReadingRecord | None:
     metric = QUANTITY_TYPES.get(kind)
     if metric is None and kind != SLEEP_TYPE and kind != MINDFUL_TYPE:
         return None
-    start, end = _when(a["startDate"]), _when(a["endDate"])
+    first, last = a["startDate"], a["endDate"]
+    start = _when(first)
+    end = start if last == first else _when(last)  # instants: heart rate, respiration
     origin = a.get("sourceName", "")
     device = a.get("device")
     device = _device_name(device) if device else ""
