@@ -199,8 +199,12 @@ class Export:
 
     def hrv(self, d: int, r: random.Random) -> None:
         fmt = BEAT_TIME.get(self.a.locale, BEAT_TIME["en_US"])
+        starts: list[int] = []
         for _ in range(r.randint(3, 6)):
             start = d * DAY + r.randint(1 * 3600, 22 * 3600)
+            if any(abs(start - s) < 300 for s in starts):
+                continue  # the Watch takes one reading at a time
+            starts.append(start)
             t, beats = start + r.random(), []
             for _ in range(r.randint(50, 70)):
                 t += 60 / r.randint(54, 70)
@@ -260,9 +264,13 @@ class Export:
             t = end
 
     def mindful(self, d: int, r: random.Random) -> None:
+        sessions: list[int] = []
         for _ in range(r.choice((0, 0, 1, 1, 2))):
             start = d * DAY + r.randint(8 * 3600, 21 * 3600)
             length = r.randint(60, 900)
+            if any(abs(start - s) < 1800 for s in sessions):
+                continue
+            sessions.append(start)
             kind = C + "MindfulSession"
             self.emit(
                 self.record(

@@ -75,6 +75,9 @@ def test_generated_export_matches_its_truth(store, ctx, tmp_path, options):
         assert mindful.get(day, 0) == pytest.approx(expected["mindful_min"], abs=1e-3), day
         assert workouts.get(day, 0) == expected["workouts"], day
 
+    again = import_file(store, "apple-health", path, ctx, force=True)
+    assert again.new == 0 and store.count(Reading) == truth["records_total"]
+
     rmssd = [r.value for r in rows if r.metric == "hrv_rmssd"]
     assert rmssd and all(5 < v < 200 for v in rmssd)  # beat times parsed in every locale
     assert {r.device for r in rows if r.metric == "heart_rate"} == {"Apple Watch", "iPhone"}
