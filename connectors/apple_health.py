@@ -15,7 +15,7 @@ import zipfile
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 from xml.parsers import expat
 
 from bridge.errors import InputError
@@ -136,7 +136,8 @@ def _clean_chunks(stream: IO[bytes], path: Path) -> Iterator[bytes]:
         yield chunk.translate(None, _CONTROL)
 
 
-_last_when: list[Any] = ["", None]
+# (text, datetime) of the last date parsed; one tuple, so threads never see half of it.
+_last_when: tuple[str, datetime | None] = ("", None)
 
 
 def _when(text: str) -> datetime:
@@ -144,11 +145,12 @@ def _when(text: str) -> datetime:
     # many times faster than strptime, and exports hold millions of these. An instant's
     # end equals its start and a segment starts where the last one ended, so the last
     # answer is reused (the writer then reuses its conversion too, by identity).
-    last = _last_when
-    if text == last[0]:
-        return last[1]
+    global _last_when
+    last_text, last = _last_when
+    if text == last_text and last is not None:
+        return last
     when = datetime.fromisoformat(text[:19] + text[20:] if len(text) > 20 else text)
-    last[0], last[1] = text, when
+    _last_when = (text, when)
     return when
 
 
@@ -156,7 +158,7 @@ _device_cache: dict[str, str] = {}
 
 
 def _device_name(device: str) -> str:
-    """ "name:Apple Watch" out of the escaped "<<HKDevice: 0x…>, name:Apple Watch, …>"."""
+    """The device's name ("Apple Watch") out of "<<HKDevice: 0x…>, name:Apple Watch, …>"."""
     name = _device_cache.get(device)
     if name is None:
         match = _DEVICE_NAME.search(device)
