@@ -20,7 +20,8 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Iterator
+import zipfile
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
@@ -51,39 +52,49 @@ ORIGIN = {"uds": "Garmin daily summary", "sleep": "Garmin sleep", "health": "Gar
 def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
     """Yield the readings of every known file in the export."""
     path = Path(path)
-    archive = open_zip(path, "Garmin export")
-    with archive:
-        members = [i for i in archive.infolist() if not i.is_dir()]
-        families = [
-            (_UDS, _uds),
-            (_SLEEP, _sleep),
-            (_HEALTH, _health),
-            (_FIT, None),
-        ]
+    with open_zip(path, "Garmin export") as archive:
+        members = sorted(
+            (i for i in archive.infolist() if not i.is_dir()), key=lambda i: i.filename
+        )
         found = False
-        for pattern, reader in families:
-            for info in sorted(members, key=lambda i: i.filename):
-                if not pattern.search(info.filename):
-                    continue
-                found = True
-                if pattern is _FIT:
-                    data = read_member(path, archive, info, MAX_FIT)
-                    yield from fit.records(io.BytesIO(data), f"{path}: {info.filename}", ctx)
-                    continue
-                doc = _json(path, info.filename, read_member(path, archive, info, MAX_JSON))
-                for entry in _entries(doc):
-                    try:
-                        yield from reader(entry, ctx)
-                    except (TypeError, ValueError, KeyError) as err:
-                        raise InputError(
-                            f"{path}: {info.filename}: unreadable entry "
-                            f"{str(entry.get('calendarDate', ''))!r}: {err}"
-                        ) from None
+        for pattern, reader in _FAMILIES:
+            for info in members:
+                if pattern.search(info.filename):
+                    found = True
+                    yield from reader(path, archive, info, ctx)
     if not found:
         raise InputError(
             f"{path}: no UDSFile_*.json, *_sleepData.json, *_healthStatusData.json or "
             "*.fit inside; is this a Garmin 'Export your data' ZIP?"
         )
+
+
+def _json_member(
+    entry_reader: Callable[[dict[str, Any], ReadContext], Iterator[ReadingRecord]],
+) -> Callable[[Path, zipfile.ZipFile, zipfile.ZipInfo, ReadContext], Iterator[ReadingRecord]]:
+    """A member reader for a JSON file of per-day entries."""
+
+    def member(
+        path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, ctx: ReadContext
+    ) -> Iterator[ReadingRecord]:
+        doc = _json(path, info.filename, read_member(path, archive, info, MAX_JSON))
+        for entry in _entries(doc):
+            try:
+                yield from entry_reader(entry, ctx)
+            except (TypeError, ValueError, KeyError) as err:
+                day = str(entry.get("calendarDate", ""))
+                raise InputError(
+                    f"{path}: {info.filename}: unreadable entry {day!r}: {err}"
+                ) from None
+
+    return member
+
+
+def _fit_member(
+    path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, ctx: ReadContext
+) -> Iterator[ReadingRecord]:
+    data = read_member(path, archive, info, MAX_FIT)
+    yield from fit.records(io.BytesIO(data), f"{path}: {info.filename}", ctx)
 
 
 def _json(path: Path, name: str, data: bytes) -> Any:
@@ -230,3 +241,11 @@ def _health(entry: dict[str, Any], ctx: ReadContext) -> Iterator[ReadingRecord]:
         value = _num(metric.get("value"))
         if key is not None and value is not None and value > 0:
             yield ReadingRecord(key[0], start, end, value, key[1], "night", origin)
+
+
+_FAMILIES = (
+    (_UDS, _json_member(_uds)),
+    (_SLEEP, _json_member(_sleep)),
+    (_HEALTH, _json_member(_health)),
+    (_FIT, _fit_member),
+)
