@@ -166,7 +166,9 @@ class _Reader:
         yield self.rec("hrv_rmssd", start.astimezone(zone), end.astimezone(zone), rmssd, "ms", "rr")
 
     def sleep_level(self, frame: Any) -> Iterator[ReadingRecord]:
-        assert self.last_ts is not None
+        """A level lasts until the next one (or one epoch, for the night's last)."""
+        if self.last_ts is None:
+            return
         when = self.at(self.last_ts)
         level = str(_value(frame, "sleep_level") or "")
         yield from self.end_sleep(when)
