@@ -100,3 +100,38 @@ def test_network_errors_are_transient(store, ctx):
     respx.get(URL).mock(side_effect=httpx.ConnectError("boom"))
     with pytest.raises(Transient, match="network error"):
         import_feed(store, URL, ctx)
+
+
+GOOGLE_EXPORT = b"""BEGIN:VCALENDAR\r
+VERSION:2.0\r
+PRODID:-//Google Inc//Google Calendar 70.9054//EN\r
+X-WR-CALNAME:Work\r
+X-WR-TIMEZONE:America/New_York\r
+BEGIN:VEVENT\r
+UID:weekly-sync@google.com\r
+SUMMARY:Weekly sync\r
+DTSTART:20261102T140000Z\r
+DTEND:20261102T143000Z\r
+RRULE:FREQ=WEEKLY;COUNT=4\r
+END:VEVENT\r
+BEGIN:VEVENT\r
+UID:weekly-sync@google.com\r
+RECURRENCE-ID:20261109T140000Z\r
+SUMMARY:Weekly sync\r
+DTSTART:20261109T140000Z\r
+DTEND:20261109T143000Z\r
+STATUS:CANCELLED\r
+END:VEVENT\r
+END:VCALENDAR\r
+"""
+
+
+def test_google_export_with_x_wr_timezone_and_a_cancelled_instance(ctx):
+    records = list(ics.records_from_bytes(GOOGLE_EXPORT, "work", ctx, "work.ics"))
+    events = {e.recurrence_id: e for e in records if not isinstance(e, ics.ReplaceScope)}
+    # X-WR-TIMEZONE turns the UTC times into New York wall time (9:00, DST ended Nov 1).
+    first = events["20261102T140000Z"]
+    assert first.start.hour == 9 and str(first.start.tzinfo) == "America/New_York"
+    cancelled = [e for e in events.values() if e.status == "cancelled"]
+    assert [e.recurrence_id for e in cancelled] == ["20261109T140000Z"]
+    assert len(events) == 4
