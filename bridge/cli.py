@@ -199,19 +199,26 @@ def run(
 
 @app.command("import")
 def import_(
-    kind: Annotated[str, typer.Argument(help="apple-health or ics")],
-    path: Annotated[Path, typer.Argument(help="The file to import.")],
+    kind: Annotated[str, typer.Argument(help="apple-health, garmin-export, fit or ics")],
+    path: Annotated[
+        str, typer.Argument(help="The file to import (for ics also an https:// or webcal:// URL).")
+    ],
     force: Annotated[
         bool, typer.Option("--force", help="Import even if this exact file was imported before.")
     ] = False,
 ) -> None:
-    """Import a file (Apple Health export.zip/export.xml, or an .ics calendar)."""
-    from bridge.ingest import import_file
-    from bridge.pipeline import read_context
+    """Import Apple Health export.zip/.xml, a Garmin export ZIP, a FIT file, or .ics (file/URL)."""
+    from bridge.ingest import import_feed, import_file
+    from bridge.progress import records_progress
+    from connectors.base import ReadContext
 
-    summary = import_file(
-        _store(), kind, path, read_context(_settings(), datetime.now(UTC)), force=force
-    )
+    # Not bridge.pipeline: it pulls in pandas, which would double the import's memory.
+    ctx = ReadContext(tz=_settings().tz, now=datetime.now(UTC))
+    if kind == "ics" and path.lower().startswith(("http://", "https://", "webcal://")):
+        summary = import_feed(_store(), path, ctx, force=force)
+    else:
+        with records_progress(f"importing {Path(path).name}") as progress:
+            summary = import_file(_store(), kind, Path(path), ctx, force=force, progress=progress)
     typer.echo(summary.line())
 
 

@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from bridge.config import Settings
 from bridge.errors import BridgeError, RateLimited, SourceError
-from bridge.ingest import import_file
+from bridge.ingest import ImportSummary, import_changed_file, import_feed, import_file
 from bridge.store import Store, upsert
 from bridge.store.models import SyncState
 from connectors.base import ReadContext
@@ -45,24 +45,68 @@ def _scan(folder: str, patterns: tuple[str, ...]) -> list[Path]:
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise SourceError(f"watched folder {root} does not exist; create it or fix the config")
-    return sorted(p for pat in patterns for p in root.glob(pat) if p.is_file())
+    return sorted({p for pat in patterns for p in root.glob(pat) if p.is_file()})
 
 
-def _apple_health(settings: Settings, store: Store, ctx: ReadContext, **_: Any) -> tuple[int, int]:
+def _each(items: list[Any], run: Callable[[Any], ImportSummary]) -> tuple[int, int]:
+    """Run every item; one bad file or feed does not stop the rest, but is reported."""
     records = new = 0
-    for path in _scan(settings.sources.apple_health.watch_dir, ("*.zip", "*.xml")):
-        summary = import_file(store, "apple-health", path, ctx)
+    first_error: BridgeError | None = None
+    for item in items:
+        try:
+            summary = run(item)
+        except BridgeError as err:
+            log.warning("sync item failed: %s", err)
+            first_error = first_error or err
+            continue
         records, new = records + summary.records, new + summary.new
+    if first_error is not None:
+        raise first_error  # the others were imported; the first failure is the status
     return records, new
 
 
+def _watched(store: Store, ctx: ReadContext, folder: str, kinds: dict[str, str]) -> tuple[int, int]:
+    """Import new or changed files of a watched folder (pattern -> import kind)."""
+    paths = {p: kind for pattern, kind in kinds.items() for p in _scan(folder, (pattern,))}
+    return _each(sorted(paths), lambda p: import_changed_file(store, paths[p], p, ctx))
+
+
+def _apple_health(settings: Settings, store: Store, ctx: ReadContext, **_: Any) -> tuple[int, int]:
+    folder = settings.sources.apple_health.watch_dir
+    return _watched(store, ctx, folder, {"*.zip": "apple-health", "*.xml": "apple-health"})
+
+
+def _garmin_files(settings: Settings, store: Store, ctx: ReadContext) -> tuple[int, int]:
+    """Garmin "Export your data" ZIPs and FIT files dropped into sources.garmin.export_dir."""
+    folder = settings.sources.garmin.export_dir
+    return _watched(store, ctx, folder, {"*.zip": "garmin-export", "*.fit": "fit", "*.FIT": "fit"})
+
+
 def _ics(settings: Settings, store: Store, ctx: ReadContext, **_: Any) -> tuple[int, int]:
+    # Recurring series expand relative to "now", so the same file is re-read (the
+    # upserts make that free of duplicates) instead of being skipped by its hash.
+    paths = [Path(p).expanduser() for p in settings.sources.ics.paths]
+    records, new = _each(paths, lambda p: import_file(store, "ics", p, ctx, force=True))
+    feeds = _each(list(settings.sources.ics.urls), lambda url: import_feed(store, url, ctx))
+    return records + feeds[0], new + feeds[1]
+
+
+def _garmin(settings: Settings, store: Store, ctx: ReadContext, **options: Any) -> tuple[int, int]:
+    """Garmin files from export_dir, and the Personal API when its key is stored.
+
+    With neither a folder nor a key, the API pull runs anyway so the person is told to
+    run `rhythm-bridge auth garmin` (status reauth_required).
+    """
+    from bridge.secrets import Secrets
+    from connectors.garmin import KEY_SECRET
+
     records = new = 0
-    for path in settings.sources.ics.paths:
-        # Recurring series expand relative to "now", so the same file is re-read (the
-        # upserts make that free of duplicates) instead of being skipped by its hash.
-        summary = import_file(store, "ics", Path(path).expanduser(), ctx, force=True)
-        records, new = records + summary.records, new + summary.new
+    folder = settings.sources.garmin.export_dir
+    if folder:
+        records, new = _garmin_files(settings, store, ctx)
+    if not folder or Secrets.from_settings(settings).get(KEY_SECRET):
+        api = _live("garmin")(settings, store, ctx, **options)
+        records, new = records + api[0], new + api[1]
     return records, new
 
 
@@ -82,7 +126,7 @@ SCHEDULED: dict[str, Callable[..., tuple[int, int]]] = {
     "ics": _ics,
     "google_calendar": _live("google_calendar"),
     "whoop": _live("whoop"),
-    "garmin": _live("garmin"),
+    "garmin": _garmin,
 }
 
 

@@ -8,6 +8,8 @@ from types import ModuleType
 # CLI kind -> module. Imported lazily so `rhythm-bridge --help` stays fast.
 FILE_SOURCES: dict[str, str] = {
     "apple-health": "connectors.apple_health",
+    "garmin-export": "connectors.garmin_export",
+    "fit": "connectors.fit",
     "ics": "connectors.ics",
 }
 

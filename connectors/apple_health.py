@@ -9,6 +9,7 @@ can be declared, so entity expansion attacks have nothing to expand.
 
 from __future__ import annotations
 
+import itertools
 import re
 import zipfile
 from collections.abc import Iterator
@@ -18,7 +19,9 @@ from typing import IO
 from xml.parsers import expat
 
 from bridge.errors import InputError
+from connectors.archive import check_member, open_zip
 from connectors.base import ReadContext, ReadingRecord
+from connectors.hrv import rmssd_ms
 
 KIND = "apple-health"
 SOURCE = "apple_health"
@@ -45,11 +48,32 @@ SLEEP_VALUES: dict[str, str] = {
     "HKCategoryValueSleepAnalysisAsleepDeep": "deep",
     "HKCategoryValueSleepAnalysisAsleepREM": "rem",
 }
-PROVIDES = frozenset({*QUANTITY_TYPES.values(), "sleep", "mindful", "workout"})
+# Very old exports and some third-party apps write the enum's integer instead.
+SLEEP_VALUES.update(
+    {"0": "in_bed", "1": "asleep", "2": "awake", "3": "core", "4": "deep", "5": "rem"}
+)
+PROVIDES = frozenset(
+    {
+        *QUANTITY_TYPES.values(),
+        "hrv_rmssd",
+        "sleep",
+        "mindful",
+        "workout",
+        "workout_energy",
+        "workout_distance",
+    }
+)
 
 CHUNK = 1 << 20
+PROLOG_LIMIT = 4 * CHUNK  # a real DTD is about 10 KB; <HealthData> follows it
 _CONTROL = bytes(b for b in range(32) if b not in (9, 10, 13))
 _DEVICE_NAME = re.compile(r"name:([^,>]+)")
+# A beat's time of day as the phone's locale wrote it: "6:14:48.94 PM", "20:14:07.68",
+# "08:34:05,10", "午後6:14:48.94".
+_BEAT_TIME = re.compile(r"(\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d+))?")
+_PM = ("PM", "pm", "p.m.", "P.M.", "午後", "오후", "下午", "nachm.")
+_AM = ("AM", "am", "a.m.", "A.M.", "午前", "오전", "上午", "vorm.")
+_KM_PER = {"km": 1.0, "m": 0.001, "mi": 1.609344, "yd": 0.0009144, "ft": 0.0003048}
 
 
 def _open(path: Path) -> tuple[IO[bytes], zipfile.ZipFile | None]:
@@ -62,15 +86,20 @@ def _open(path: Path) -> tuple[IO[bytes], zipfile.ZipFile | None]:
         if path.suffix.lower() == ".zip":
             raise InputError(f"{path}: not a zip file (is the download complete?)")
         return path.open("rb"), None
-    try:
-        archive = zipfile.ZipFile(path)
-        names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "export.xml"]
-    except (zipfile.BadZipFile, OSError) as err:
-        raise InputError(f"{path}: damaged zip file: {err}") from None
+    archive = open_zip(path, "Apple Health export")
+    names = [i for i in archive.infolist() if i.filename.rsplit("/", 1)[-1] == "export.xml"]
     if not names:
         archive.close()
         raise InputError(f"{path}: no export.xml inside; is this an Apple Health export?")
-    return archive.open(min(names, key=len)), archive
+    member = min(names, key=lambda i: len(i.filename))
+    try:
+        check_member(path, member)
+        return archive.open(member), archive
+    except (InputError, zipfile.BadZipFile, OSError) as err:
+        archive.close()
+        if isinstance(err, InputError):
+            raise
+        raise InputError(f"{path}: damaged zip file: {err}") from None
 
 
 def _clean_chunks(stream: IO[bytes], path: Path) -> Iterator[bytes]:
@@ -90,12 +119,15 @@ def _clean_chunks(stream: IO[bytes], path: Path) -> Iterator[bytes]:
             head += chunk
             start = head.find(b"<!DOCTYPE")
             root = head.find(b"<HealthData")
-            if start == -1 and root == -1 and len(head) < 64 * CHUNK:
+            if start == -1 and root == -1 and len(head) < PROLOG_LIMIT:
                 continue
-            if start != -1 and (root == -1 or start < root):
-                end = head.find(b"]>", start)
+            subset = head.find(b"[", start) if start != -1 else -1
+            if subset != -1 and head.find(b">", start) < subset:
+                subset = -1  # a DOCTYPE without an internal subset is harmless
+            if subset != -1 and (root == -1 or start < root):
+                end = head.find(b"]>", subset)
                 if end == -1:
-                    if len(head) > 64 * CHUNK:
+                    if len(head) > PROLOG_LIMIT:
                         raise InputError(f"{path}: DOCTYPE never ends; not an Apple Health export")
                     continue
                 head = head[:start] + head[end + 2 :]
@@ -104,15 +136,63 @@ def _clean_chunks(stream: IO[bytes], path: Path) -> Iterator[bytes]:
         yield chunk.translate(None, _CONTROL)
 
 
+# (text, datetime) of the last date parsed; one tuple, so threads never see half of it.
+_last_when: tuple[str, datetime | None] = ("", None)
+
+
 def _when(text: str) -> datetime:
     # "2016-11-14 07:25:41 -0700": drop the space before the offset; fromisoformat is
-    # many times faster than strptime, and exports hold millions of these.
-    return datetime.fromisoformat(text[:19] + text[20:] if len(text) > 20 else text)
+    # many times faster than strptime, and exports hold millions of these. An instant's
+    # end equals its start and a segment starts where the last one ended, so the last
+    # answer is reused (the writer then reuses its conversion too, by identity).
+    global _last_when
+    last_text, last = _last_when
+    if text == last_text and last is not None:
+        return last
+    when = datetime.fromisoformat(text[:19] + text[20:] if len(text) > 20 else text)
+    _last_when = (text, when)
+    return when
+
+
+_device_cache: dict[str, str] = {}
 
 
 def _device_name(device: str) -> str:
-    match = _DEVICE_NAME.search(device)
-    return match.group(1).strip() if match else device[:300]
+    """The device's name ("Apple Watch") out of "<<HKDevice: 0x…>, name:Apple Watch, …>"."""
+    name = _device_cache.get(device)
+    if name is None:
+        match = _DEVICE_NAME.search(device)
+        name = match.group(1).strip() if match else device[:300]
+        if len(_device_cache) > 10_000:
+            _device_cache.clear()
+        _device_cache[device] = name
+    return name
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return float(text.replace(",", "."))  # a decimal comma from some locales
+
+
+def _beat_seconds(text: str) -> float | None:
+    """Seconds since midnight of one InstantaneousBeatsPerMinute time, any locale."""
+    match = _BEAT_TIME.search(text)
+    if match is None:
+        return None
+    hour, minute, sec, frac = match.groups()
+    h = int(hour)
+    if h < 12 and any(p in text for p in _PM):
+        h += 12
+    elif h == 12 and any(a in text for a in _AM):
+        h = 0
+    return h * 3600 + int(minute) * 60 + int(sec) + (float("0." + frac) if frac else 0.0)
+
+
+def beat_intervals(beat_times: list[float]) -> list[float]:
+    """RR intervals (s) between successive beat times of day; the list may cross midnight."""
+    return [b - a if b >= a else b + 86_400 - a for a, b in itertools.pairwise(beat_times)]
 
 
 def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
@@ -121,41 +201,15 @@ def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
     parser = expat.ParserCreate()
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     out: list[ReadingRecord] = []
-    depth = {"correlation": 0}
-    workout: dict[str, object] = {}
-    seen_root = False
-
-    def start(name: str, attrs: dict[str, str]) -> None:
-        nonlocal seen_root
-        if name == "HealthData":
-            seen_root = True
-        elif name == "Correlation":
-            depth["correlation"] += 1
-        elif name == "Record" and not depth["correlation"]:
-            rec = _record(attrs)
-            if rec is not None:
-                out.append(rec)
-        elif name == "Workout":
-            workout.clear()
-            workout.update(attrs)
-
-    def end(name: str) -> None:
-        if name == "Correlation":
-            depth["correlation"] -= 1
-        elif name == "Workout" and workout:
-            rec = _workout(workout)
-            if rec is not None:
-                out.append(rec)
-            workout.clear()
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
+    state = _State(out)
+    parser.StartElementHandler = state.start
+    parser.EndElementHandler = state.end
     try:
         for chunk in _clean_chunks(stream, Path(path)):
             try:
                 parser.Parse(chunk, False)
             except expat.ExpatError as err:
-                if not seen_root:
+                if not state.seen_root:
                     raise InputError(
                         f"{path}: not an Apple Health export (malformed XML: {err})"
                     ) from None
@@ -170,11 +224,11 @@ def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
         try:
             parser.Parse(b"", True)
         except expat.ExpatError as err:
-            if not seen_root:
+            if not state.seen_root:
                 raise InputError(not_health) from None
             raise InputError(f"{path}: export ends early ({err}); download it again") from None
         yield from out
-        if not seen_root:
+        if not state.seen_root:
             raise InputError(not_health)
     finally:
         stream.close()
@@ -182,20 +236,110 @@ def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
             archive.close()
 
 
+class _State:
+    """The parser's handlers and what they remember between elements."""
+
+    __slots__ = ("activity", "beats", "correlation", "hrv", "out", "seen_root", "stats", "workout")
+
+    def __init__(self, out: list[ReadingRecord]) -> None:
+        self.out = out
+        self.seen_root = False
+        self.correlation = 0
+        self.hrv: ReadingRecord | None = None  # the SDNN record whose beats are being read
+        self.beats: list[float] = []
+        self.workout: dict[str, str] | None = None
+        self.stats: dict[str, float] = {}
+        self.activity = False
+
+    def start(self, name: str, attrs: dict[str, str]) -> None:
+        if name == "Record":
+            if not self.correlation:
+                rec = _record(attrs)
+                if rec is not None:
+                    self.out.append(rec)
+                    if rec.metric == "hrv_sdnn":
+                        self.hrv = rec
+        elif name == "InstantaneousBeatsPerMinute":
+            if self.hrv is not None:
+                t = _beat_seconds(attrs.get("time", ""))
+                if t is not None:
+                    self.beats.append(t)
+        elif name == "Correlation":
+            self.correlation += 1
+        elif name == "Workout":
+            self.workout = attrs
+            self.stats = {}
+        elif name == "WorkoutStatistics":
+            if self.workout is not None:
+                # iOS 16+ may also nest statistics per WorkoutActivity (one per leg of a
+                # multisport workout); the workout's own totals win, the legs' sum is a
+                # fallback, never both.
+                _statistic(attrs, self.stats, "leg_" if self.activity else "")
+        elif name == "WorkoutActivity":
+            self.activity = True
+        elif name == "HealthData":
+            self.seen_root = True
+
+    def end(self, name: str) -> None:
+        if name == "Record":
+            if self.hrv is not None:
+                sdnn, self.hrv = self.hrv, None
+                rmssd = rmssd_ms(beat_intervals(self.beats)) if self.beats else None
+                self.beats.clear()
+                if rmssd is not None:
+                    self.out.append(
+                        ReadingRecord(
+                            "hrv_rmssd",
+                            sdnn.start,
+                            sdnn.end,
+                            rmssd,
+                            "ms",
+                            "beats",
+                            sdnn.origin,
+                            sdnn.device,
+                        )
+                    )
+        elif name == "Correlation":
+            self.correlation -= 1
+        elif name == "WorkoutActivity":
+            self.activity = False
+        elif name == "Workout" and self.workout is not None:
+            self.out.extend(_workout(self.workout, self.stats))
+            self.workout = None
+
+
 def _kcal(value: float, unit: str) -> float:
-    return value / 4.184 if unit == "kJ" else value
+    return value / 4.184 if unit == "kJ" else value  # "Cal" and "kcal" are the same
+
+
+def _statistic(a: dict[str, str], stats: dict[str, float], prefix: str) -> None:
+    """Total energy (kcal) and distance (km) of a workout from its WorkoutStatistics."""
+    kind, total = a.get("type", ""), a.get("sum")
+    if total is None:
+        return
+    if kind == Q + "ActiveEnergyBurned":
+        key = prefix + "energy"
+        stats[key] = stats.get(key, 0.0) + _kcal(_number(total), a.get("unit", ""))
+    elif kind.startswith(Q + "Distance"):
+        factor = _KM_PER.get(a.get("unit", "km"))
+        if factor is not None:
+            key = prefix + "distance"
+            stats[key] = stats.get(key, 0.0) + _number(total) * factor
 
 
 def _record(a: dict[str, str]) -> ReadingRecord | None:
-    kind = a.get("type", "")
+    kind = a["type"]
     metric = QUANTITY_TYPES.get(kind)
-    if metric is None and kind not in (SLEEP_TYPE, MINDFUL_TYPE):
+    if metric is None and kind != SLEEP_TYPE and kind != MINDFUL_TYPE:
         return None
-    start, end = _when(a["startDate"]), _when(a["endDate"])
+    first, last = a["startDate"], a["endDate"]
+    start = _when(first)
+    end = start if last == first else _when(last)  # instants: heart rate, respiration
     origin = a.get("sourceName", "")
-    device = _device_name(a.get("device", ""))
+    device = a.get("device")
+    device = _device_name(device) if device else ""
     if metric is not None:
-        value = float(a["value"])
+        value = _number(a["value"])
         unit = a.get("unit", "")
         if metric == "active_energy":
             value, unit = _kcal(value, unit), "kcal"
@@ -209,17 +353,32 @@ def _record(a: dict[str, str]) -> ReadingRecord | None:
     return ReadingRecord("sleep", start, end, minutes, "min", label, origin, device)
 
 
-def _workout(a: dict[str, object]) -> ReadingRecord | None:
-    start, end = _when(str(a["startDate"])), _when(str(a["endDate"]))
-    activity = str(a.get("workoutActivityType", "")).removeprefix("HKWorkoutActivityType")
+def _workout(a: dict[str, str], stats: dict[str, float]) -> list[ReadingRecord]:
+    """The workout (minutes, label = activity) plus its energy and distance, if known."""
+    start, end = _when(a["startDate"]), _when(a["endDate"])
+    activity = a.get("workoutActivityType", "").removeprefix("HKWorkoutActivityType")[:64]
+    origin = a.get("sourceName", "")
+    device = _device_name(a.get("device", "")) if a.get("device") else ""
     minutes = (end - start).total_seconds() / 60
-    return ReadingRecord(
-        "workout",
-        start,
-        end,
-        minutes,
-        "min",
-        activity[:64],
-        str(a.get("sourceName", "")),
-        _device_name(str(a.get("device", ""))),
-    )
+    out = [ReadingRecord("workout", start, end, minutes, "min", activity, origin, device)]
+    # Before iOS 16 the totals were attributes of the Workout itself.
+    energy = stats.get("energy", stats.get("leg_energy"))
+    if energy is None and a.get("totalEnergyBurned"):
+        energy = _kcal(_number(a["totalEnergyBurned"]), a.get("totalEnergyBurnedUnit", "kcal"))
+    distance = stats.get("distance", stats.get("leg_distance"))
+    if distance is None and a.get("totalDistance"):
+        factor = _KM_PER.get(a.get("totalDistanceUnit", "km"))
+        distance = _number(a["totalDistance"]) * factor if factor else None
+    if energy is not None:
+        out.append(
+            ReadingRecord(
+                "workout_energy", start, end, round(energy, 3), "kcal", activity, origin, device
+            )
+        )
+    if distance is not None:
+        out.append(
+            ReadingRecord(
+                "workout_distance", start, end, round(distance, 4), "km", activity, origin, device
+            )
+        )
+    return out

@@ -4,17 +4,27 @@ icalendar parses, x-wr-timezone repairs Google's X-WR-TIMEZONE exports, and
 recurring-ical-events expands RRULE/RDATE/EXDATE and applies moved instances
 (RECURRENCE-ID). An instance's identity is its UID plus its *original* start, so a moved
 instance updates in place instead of appearing twice.
+
+Feed URLs (a private iCloud/Outlook/Google iCal link) are fetched with httpx, sending the
+last ETag / Last-Modified so an unchanged feed costs one 304. A private link is a secret:
+messages show only its host, and the stored calendar id is a hash of it.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from bridge.errors import InputError
+from bridge.errors import InputError, RateLimited, SourceError, Transient
 from connectors.base import EventRecord, ReadContext, ReplaceScope
+
+if TYPE_CHECKING:
+    import httpx
 
 KIND = "ics"
 SOURCE = "ics"
@@ -108,3 +118,98 @@ def read(path: Path, ctx: ReadContext) -> Iterator[EventRecord | ReplaceScope]:
     except OSError as err:
         raise InputError(f"{path}: cannot read: {err.strerror or err}") from None
     return records_from_bytes(data, str(path.resolve()), ctx, str(path))
+
+
+# ---- feed URLs ---------------------------------------------------------------------------
+
+MAX_FEED_BYTES = 32 << 20  # a decade of a busy calendar is a few MB
+FEED_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Feed:
+    """One fetch of a feed: its body (None when unchanged) and the validators to send next."""
+
+    body: bytes | None
+    etag: str = ""
+    last_modified: str = ""
+
+
+def feed_url(url: str) -> str:
+    """webcal:// is how calendar apps spell https:// for subscriptions."""
+    return "https://" + url[len("webcal://") :] if url.lower().startswith("webcal://") else url
+
+
+def redact(url: str) -> str:
+    """A feed URL safe for logs and messages: private links carry a secret in the path."""
+    parts = urlsplit(feed_url(url))
+    return f"{parts.scheme}://{parts.hostname or ''}/…" if parts.path not in ("", "/") else url
+
+
+def feed_id(url: str) -> str:
+    """A stable calendar id for a feed that does not store its secret path."""
+    digest = hashlib.sha256(feed_url(url).encode()).hexdigest()[:16]
+    return f"feed:{urlsplit(feed_url(url)).hostname or ''}:{digest}"
+
+
+def fetch_feed(
+    url: str,
+    *,
+    etag: str = "",
+    last_modified: str = "",
+    client: httpx.Client | None = None,
+) -> Feed:
+    """GET a feed with If-None-Match / If-Modified-Since; a 304 gives Feed(body=None)."""
+    import httpx
+
+    headers = {"Accept": "text/calendar, */*;q=0.5", "User-Agent": "rhythm-bridge"}
+    if etag:
+        headers["If-None-Match"] = etag
+    if last_modified:
+        headers["If-Modified-Since"] = last_modified
+    shown = redact(url)
+    own = client is None
+    client = client or httpx.Client(timeout=FEED_TIMEOUT, follow_redirects=True)
+    try:
+        with client.stream("GET", feed_url(url), headers=headers) as resp:
+            if resp.status_code == 304:
+                return Feed(None, etag, last_modified)
+            _check_status(resp, shown)
+            body = bytearray()
+            for chunk in resp.iter_bytes():
+                body += chunk
+                if len(body) > MAX_FEED_BYTES:
+                    raise InputError(
+                        f"{shown}: feed is larger than {MAX_FEED_BYTES >> 20} MB; not a calendar?"
+                    )
+            return Feed(
+                bytes(body),
+                resp.headers.get("ETag", ""),
+                resp.headers.get("Last-Modified", ""),
+            )
+    except httpx.TimeoutException:
+        raise Transient(f"{shown}: timed out; will retry") from None
+    except httpx.HTTPError as err:
+        raise Transient(f"{shown}: network error ({type(err).__name__}); will retry") from None
+    finally:
+        if own:
+            client.close()
+
+
+def _check_status(resp: httpx.Response, shown: str) -> None:
+    status = resp.status_code
+    if status < 300:
+        return
+    if status == 429:
+        retry = resp.headers.get("Retry-After", "")
+        raise RateLimited(
+            f"{shown}: rate limited (HTTP 429)", float(retry) if retry.isdigit() else None
+        )
+    if status in (401, 403, 404, 410):
+        raise SourceError(
+            f"{shown}: HTTP {status}; the calendar link was revoked or is wrong — "
+            "copy a fresh one into sources.ics.urls"
+        )
+    if status >= 500:
+        raise Transient(f"{shown}: server error HTTP {status}; will retry")
+    raise SourceError(f"{shown}: unexpected HTTP {status}")

@@ -94,5 +94,17 @@ def ctx() -> ReadContext:
     return ReadContext(tz=BERLIN, now=DEMO_NOW)
 
 
+@pytest.fixture
+def cli_state():
+    """The CLI caches settings and the store per process; each CLI test starts clean."""
+    from bridge.cli import _state
+
+    _state.clear()
+    yield _state
+    if _state.get("store") is not None:
+        _state["store"].dispose()
+    _state.clear()
+
+
 # The web, notify and implicit-feedback fixtures (demo store copy, in-memory keyring).
 from tests.web_fixtures import demo, demo_db, memory_keyring  # noqa: E402, F401

@@ -20,7 +20,11 @@ def _read(path: Path, ctx) -> list:
 def test_real_export_with_full_dtd(ctx):
     records = _read(APPLE / "export6s3sample.xml", ctx)
     counts = Counter(r.metric for r in records)
-    assert counts == {"steps": 10, "workout": 1}
+    assert counts == {"steps": 10, "workout": 1, "workout_energy": 1, "workout_distance": 1}
+    energy = next(r for r in records if r.metric == "workout_energy")
+    assert (
+        energy.value == pytest.approx(139.317) and energy.label == "Other"
+    )  # pre-iOS 16 attribute
     first = next(r for r in records if r.metric == "steps")
     assert first.origin and first.unit == "count"
     assert first.start.utcoffset() is not None
@@ -51,6 +55,7 @@ def test_bundled_sample_counts(ctx):
         "hrv_sdnn",
         "resting_hr",
         "workout",
+        "workout_energy",
         "mindful",
     }
     assert counts["resting_hr"] == 33  # one a day, 2026-10-18 to the demo morning 2026-11-19
@@ -106,7 +111,16 @@ def test_ios16_broken_dtd_control_chars_correlations_and_new_types(ctx, tmp_path
     path.write_bytes(body.encode())
     records = _read(path, ctx)
     counts = Counter(r.metric for r in records)
-    assert counts == {"steps": 1, "heart_rate": 1, "hrv_sdnn": 1, "sleep": 2, "workout": 1}
+    assert counts == {
+        "steps": 1,
+        "heart_rate": 1,
+        "hrv_sdnn": 1,  # one beat is too few for an RMSSD
+        "sleep": 2,
+        "workout": 1,
+        "workout_energy": 1,
+    }
+    energy = next(r for r in records if r.metric == "workout_energy")
+    assert energy.value == pytest.approx(1255 / 4.184, abs=0.01) and energy.label == "Running"
     hr = next(r for r in records if r.metric == "heart_rate")
     assert hr.origin == "Watch" and hr.value == 61  # the Correlation child was not counted
     labels = sorted(r.label for r in records if r.metric == "sleep")
@@ -174,3 +188,82 @@ def test_truncated_zip_member(ctx, tmp_path):
     path.write_bytes(buf.getvalue())
     with pytest.raises(InputError):
         _read(path, ctx)
+
+
+def _workout(children, **attrs):
+    extra = "".join(f' {k}="{v}"' for k, v in attrs.items())
+    return (
+        '<Workout workoutActivityType="HKWorkoutActivityTypeSwimBikeRun" sourceName="Watch" '
+        f'startDate="2026-11-01 08:00:00 +0100" endDate="2026-11-01 10:00:00 +0100"{extra}>\n'
+        + children
+        + "</Workout>\n"
+    )
+
+
+def _stat(kind, total, unit):
+    return f'<WorkoutStatistics type="HKQuantityTypeIdentifier{kind}" startDate="2026-11-01 08:00:00 +0100" endDate="2026-11-01 10:00:00 +0100" sum="{total}" unit="{unit}"/>\n'
+
+
+def test_workout_statistics_are_counted_once(ctx, tmp_path):
+    legs = (
+        '<WorkoutActivity uuid="a" startDate="2026-11-01 08:00:00 +0100" endDate="2026-11-01 09:00:00 +0100">'
+        + _stat("ActiveEnergyBurned", 400, "kcal")
+        + _stat("DistanceCycling", 30, "km")
+        + "</WorkoutActivity>\n"
+        '<WorkoutActivity uuid="b" startDate="2026-11-01 09:00:00 +0100" endDate="2026-11-01 10:00:00 +0100">'
+        + _stat("ActiveEnergyBurned", 500, "kcal")
+        + _stat("DistanceWalkingRunning", 6.2137, "mi")
+        + "</WorkoutActivity>\n"
+    )
+    body = HEADER + _workout(
+        _stat("ActiveEnergyBurned", 950, "kcal") + legs,
+        totalEnergyBurned="1",  # the old attribute loses to WorkoutStatistics
+    )
+    body += _workout(legs)  # no totals of its own: the legs' sum
+    path = tmp_path / "export.xml"
+    path.write_text(body + "</HealthData>\n")
+    records = _read(path, ctx)
+    energy = [r.value for r in records if r.metric == "workout_energy"]
+    distance = [r.value for r in records if r.metric == "workout_distance"]
+    assert energy == [950, 900]
+    assert distance == [pytest.approx(40.0, abs=0.01)] * 2  # 30 km + 6.2137 mi
+    workout = next(r for r in records if r.metric == "workout")
+    assert workout.value == 120 and workout.label == "SwimBikeRun"
+
+
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        lambda h, m, s, cs: f"{h % 12 or 12}:{m:02d}:{s:02d}.{cs:02d} {'AM' if h < 12 else 'PM'}",
+        lambda h, m, s, cs: f"{h:02d}:{m:02d}:{s:02d},{cs:02d}",
+        lambda h, m, s, cs: f"{'午前' if h < 12 else '午後'}{h % 12}:{m:02d}:{s:02d}.{cs:02d}",
+    ],
+    ids=["en_US", "de_DE", "ja_JP"],
+)
+def test_hrv_beat_times_in_any_locale_give_the_same_rmssd(ctx, tmp_path, fmt):
+    # Beats 1.00 s and 1.04 s apart in turn around midnight: every successive difference
+    # is 40 ms, so RMSSD is exactly 40 ms whatever the time format.
+    t, beats = 23 * 3600 + 59 * 60 + 50.0, []
+    for i in range(30):
+        cs = round(t * 100) % 8_640_000
+        sec, cs = divmod(cs, 100)
+        beats.append(
+            f'<InstantaneousBeatsPerMinute bpm="59" time="{fmt(sec // 3600, sec // 60 % 60, sec % 60, cs)}"/>'
+        )
+        t += 1.0 if i % 2 else 1.04
+    body = (
+        HEADER
+        + '<Record type="HKQuantityTypeIdentifierHeartRateVariabilitySDNN" sourceName="Watch" unit="ms" '
+        'startDate="2026-11-01 23:59:50 +0100" endDate="2026-11-02 00:00:21 +0100" value="38.2">'
+        "<HeartRateVariabilityMetadataList>"
+        + "".join(beats)
+        + "</HeartRateVariabilityMetadataList></Record>\n"
+        "</HealthData>\n"
+    )
+    path = tmp_path / "export.xml"
+    path.write_text(body, encoding="utf-8")
+    records = _read(path, ctx)
+    sdnn = next(r for r in records if r.metric == "hrv_sdnn")
+    rmssd = next(r for r in records if r.metric == "hrv_rmssd")
+    assert sdnn.value == 38.2 and rmssd.value == pytest.approx(40.0, abs=0.5)
+    assert rmssd.start == sdnn.start and rmssd.label == "beats"

@@ -95,7 +95,7 @@ def test_import_status_export_and_run_once(cli, cfg, tmp_path):
     first = invoke(
         cli, "--config", cfg, "import", "apple-health", SAMPLE / "apple_health_export.zip"
     )
-    assert first.exit_code == 0 and "4209 new" in first.output
+    assert first.exit_code == 0 and "4219 new" in first.output
     again = invoke(
         cli, "--config", cfg, "import", "apple-health", SAMPLE / "apple_health_export.zip"
     )
@@ -110,7 +110,7 @@ def test_import_status_export_and_run_once(cli, cfg, tmp_path):
     assert status["database"].split("@")[-1].endswith(expected.split("@")[-1])
     assert status["last_cycle"]
     apple = next(s for s in status["sources"] if s["source"] == "apple_health")
-    assert apple["records"] == 4209
+    assert apple["records"] == 4219
     out = tmp_path / "snap.json"
     result = invoke(cli, "--config", cfg, "export", "--out", out, "--since", "2026-10-01")
     assert result.exit_code == 0
@@ -138,7 +138,7 @@ def test_sync_runs_enabled_sources_and_reports_failures(cli, tmp_path):
         ics='[sources.ics]\nenabled = true\npaths = ["/nonexistent/cal.ics"]',
     )
     result = invoke(cli, "--config", cfg, "sync")
-    assert "apple_health: ok, 4209 records, 4209 new" in result.output
+    assert "apple_health: ok, 4219 records, 4219 new" in result.output
     assert "ics: error" in result.output and "no such file" in result.output
     assert result.exit_code == 1
     again = invoke(cli, "--config", cfg, "sync", "apple_health")

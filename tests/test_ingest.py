@@ -1,6 +1,7 @@
 import shutil
 
 import pytest
+from sqlmodel import select
 
 from bridge.errors import InputError
 from bridge.ingest import import_file
@@ -66,3 +67,75 @@ def test_ics_import_twice_keeps_counts(store, ctx, tmp_path):
     n = store.count(CalendarEvent)
     summary = import_file(store, "ics", path, ctx, force=True)
     assert summary.new == 0 and store.count(CalendarEvent) == n
+
+
+def test_the_fast_sqlite_writer_stores_exactly_what_upsert_stores(store, ctx):
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from bridge.ingest import READING_KEY, READING_UPDATE, ReadingWriter
+    from bridge.store import upsert
+    from connectors.base import ReadingRecord
+
+    tz = timezone(timedelta(hours=-7))
+    records = [
+        ReadingRecord(
+            "steps",
+            datetime(2026, 3, 29, 1, 59, 59, tzinfo=tz),
+            datetime(2026, 3, 29, 2, 5, tzinfo=tz),
+            42.0,
+            "count",
+            "",
+            "Phone",
+            "iPhone",
+        ),
+        ReadingRecord(
+            "heart_rate",
+            datetime(2026, 3, 29, 1, 0, 0, 250_000, tzinfo=UTC),
+            datetime(2026, 3, 29, 1, 0, 0, 250_000, tzinfo=UTC),
+            61.0,
+            "count/min",
+            "",
+            "Watch",
+            "",
+        ),
+        ReadingRecord(
+            "sleep",
+            datetime(2026, 3, 28, 23, 0, tzinfo=ctx.tz),
+            datetime(2026, 3, 29, 0, 30, tzinfo=ctx.tz),
+            90.0,
+            "min",
+            "deep",
+            "Watch",
+            "Apple Watch",
+        ),
+    ]
+    now = datetime(2026, 11, 19, 7, 0, tzinfo=UTC)
+    with store.transaction() as session:
+        writer = ReadingWriter(session, "apple_health", now)
+        assert writer.fast
+        for rec in records:
+            writer.add(rec)
+        assert writer.flush() == 3
+        # The same rows through SQLAlchemy's upsert: identical keys and values, so nothing.
+        rows = [r.row("apple_health", now) for r in records]
+        assert upsert(session, Reading, rows, keys=READING_KEY, update=READING_UPDATE) == 0
+        for rec in records:
+            writer.add(rec)
+        assert writer.flush() == 0
+        rows[0]["value"] = 43.0
+        assert upsert(session, Reading, rows, keys=READING_KEY, update=READING_UPDATE) == 1
+        for rec in records:
+            writer.add(rec)
+        assert writer.flush() == 1  # the changed value is put back, and counted
+    with store.session() as session:
+        stored = session.exec(select(Reading).order_by(Reading.metric)).all()
+    assert {r.metric: r.start_utc for r in stored} == {
+        "steps": datetime(2026, 3, 29, 8, 59, 59, tzinfo=UTC),
+        "heart_rate": datetime(2026, 3, 29, 1, 0, 0, 250_000, tzinfo=UTC),
+        "sleep": datetime(2026, 3, 28, 22, 0, tzinfo=UTC),
+    }
+    assert {r.metric: r.utc_offset_min for r in stored} == {
+        "steps": -420,
+        "heart_rate": 0,
+        "sleep": 60,
+    }

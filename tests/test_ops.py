@@ -139,7 +139,7 @@ def test_backup_while_a_writer_is_busy_and_restore(store, settings, ctx, tmp_pat
     assert oct(os.stat(path).st_mode & 0o777) == "0o600"
     restored = Store(f"sqlite:///{path}")
     try:
-        assert restored.count(Reading) == store.count(Reading) == 4209
+        assert restored.count(Reading) == store.count(Reading) > 4000
     finally:
         restored.dispose()
 

@@ -1,0 +1,222 @@
+"""FIT files (Garmin devices write them; so do Wahoo, Coros, Suunto), read with fitdecode.
+
+What is kept:
+    monitoring          steps between successive messages (the counters are cumulative per
+                        activity type and reset each day; `timestamp_16` is resolved
+                        against the last full timestamp), heart rate when present
+    hrv                 beat-to-beat (RR) intervals -> RMSSD per 5-minute window
+    hrv_value           Garmin's own 5-minute overnight RMSSD
+    hrv_status_summary  last night's average RMSSD (label "night")
+    sleep_level         sleep stages (light -> core), each lasting until the next level
+    stress_level        stress 0-100 (negative values mean off-wrist or moving: dropped)
+    respiration_rate    breaths/min (negative sentinels dropped)
+
+The file's CRC is checked: a damaged file is refused as a whole, never half-read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from pathlib import Path
+from typing import IO, Any
+
+from bridge.errors import InputError
+from connectors.base import ReadContext, ReadingRecord
+from connectors.hrv import rmssd_ms
+
+KIND = "fit"
+SOURCE = "fit"
+PROVIDES = frozenset(
+    {"steps", "heart_rate", "hrv_rmssd", "sleep", "stress", "respiratory_rate", "resting_hr"}
+)
+
+FIT_EPOCH = datetime(1989, 12, 31, tzinfo=UTC)
+HRV_WINDOW = timedelta(minutes=5)
+STEP_ACTIVITIES = {"walking", "running"}  # their `cycles` count strides: 2 steps each
+SLEEP_LEVELS = {"awake": "awake", "light": "core", "deep": "deep", "rem": "rem"}
+SLEEP_LEVEL_SECONDS = 60  # the last level of a night lasts one epoch
+
+
+def _fit_seconds(when: datetime) -> int:
+    return int((when - FIT_EPOCH).total_seconds())
+
+
+def _value(frame: Any, name: str) -> Any:
+    return frame.get_value(name, fallback=None) if frame.has_field(name) else None
+
+
+class _Reader:
+    """State carried across messages: the clock, the zone, counters, pending intervals."""
+
+    def __init__(self, ctx: ReadContext) -> None:
+        self.zone: tzinfo = ctx.tz
+        self.last_ts: int | None = None  # the last full timestamp, in FIT seconds
+        self.origin = ""
+        self.cycles: dict[str, tuple[float, int]] = {}  # activity -> (count, at)
+        self.rr: list[float] = []
+        self.rr_start: datetime | None = None
+        self.rr_last: datetime | None = None
+        self.sleep: tuple[str, datetime] | None = None
+        self.last_monitoring: int | None = None
+
+    def at(self, seconds: int) -> datetime:
+        return (FIT_EPOCH + timedelta(seconds=seconds)).astimezone(self.zone)
+
+    def rec(
+        self, metric: str, start: datetime, end: datetime, value: float, unit: str, label: str = ""
+    ) -> ReadingRecord:
+        return ReadingRecord(metric, start, end, value, unit, label, self.origin, self.origin)
+
+    def message(self, frame: Any) -> Iterator[ReadingRecord]:
+        name = frame.name
+        stamp = _value(frame, "timestamp")
+        if isinstance(stamp, datetime):
+            self.last_ts = _fit_seconds(stamp)
+        if name == "file_id":
+            product = _value(frame, "garmin_product") or _value(frame, "product")
+            maker = _value(frame, "manufacturer")
+            self.origin = " ".join(str(p) for p in (maker, product) if p not in (None, ""))[:200]
+        elif name in ("monitoring_info", "activity"):
+            local = _value(frame, "local_timestamp")
+            if isinstance(local, datetime) and isinstance(stamp, datetime):
+                minutes = round((local - stamp).total_seconds() / 60)
+                self.zone = timezone(timedelta(minutes=minutes))
+        elif name == "monitoring":
+            yield from self.monitoring(frame, stamp)
+        elif name == "hrv":
+            self.hrv(frame)
+        elif name == "record" and isinstance(stamp, datetime):
+            if self.rr_start is None:
+                self.rr_start = stamp
+            self.rr_last = stamp
+            if self.rr and stamp - self.rr_start >= HRV_WINDOW:
+                yield from self.flush_hrv(stamp)
+        elif name == "hrv_value" and stamp is not None:
+            value = _value(frame, "value")
+            if value:
+                when = self.at(self.last_ts or 0)
+                yield self.rec("hrv_rmssd", when, when + HRV_WINDOW, float(value), "ms")
+        elif name == "hrv_status_summary" and stamp is not None:
+            value = _value(frame, "last_night_average")
+            if value:
+                when = self.at(self.last_ts or 0)
+                yield self.rec("hrv_rmssd", when, when, float(value), "ms", "night")
+        elif name == "sleep_level" and stamp is not None:
+            yield from self.sleep_level(frame)
+        elif name == "stress_level":
+            value, when = _value(frame, "stress_level_value"), _value(frame, "stress_level_time")
+            if isinstance(when, datetime) and value is not None and 0 <= value <= 100:
+                local = when.astimezone(self.zone)
+                yield self.rec("stress", local, local, float(value), "score")
+        elif name == "respiration_rate" and stamp is not None:
+            value = _value(frame, "respiration_rate")
+            if value is not None and value > 0:
+                when = self.at(self.last_ts or 0)
+                yield self.rec("respiratory_rate", when, when, float(value), "breaths/min")
+        elif name == "monitoring_hr_data" and stamp is not None:
+            value = _value(frame, "resting_heart_rate")
+            if value:
+                when = self.at(self.last_ts or 0)
+                yield self.rec("resting_hr", when, when + timedelta(days=1), float(value), "bpm")
+
+    def monitoring(self, frame: Any, stamp: Any) -> Iterator[ReadingRecord]:
+        if not isinstance(stamp, datetime):
+            t16 = _value(frame, "timestamp_16")
+            if t16 is None or self.last_ts is None:
+                return  # cannot place it in time
+            # timestamp_16 is the low 16 bits of the time; it rolls over every ~18 h.
+            self.last_ts += (int(t16) - (self.last_ts & 0xFFFF)) & 0xFFFF
+        elif _value(frame, "duration_min") is not None:
+            return  # a daily total: the intervals already carry these steps
+        now = self.last_ts
+        if now is None:
+            return
+        activity = _value(frame, "activity_type")
+        cycles = _value(frame, "cycles")
+        if cycles is None:
+            cycles = _value(frame, "steps")
+        since_any, self.last_monitoring = self.last_monitoring, now
+        if activity in STEP_ACTIVITIES and cycles is not None:
+            # A first count is what accumulated since the previous message of any type.
+            count, since = self.cycles.get(activity, (0.0, since_any if since_any else now - 60))
+            self.cycles[activity] = (float(cycles), now)
+            # The counters restart each day: a smaller count is a fresh day's first.
+            delta = float(cycles) - count if cycles >= count else float(cycles)
+            if delta > 0 and now > since:
+                yield self.rec("steps", self.at(since), self.at(now), delta * 2, "count")
+        bpm = _value(frame, "heart_rate")
+        if bpm:
+            when = self.at(now)
+            yield self.rec("heart_rate", when, when, float(bpm), "bpm")
+
+    def hrv(self, frame: Any) -> None:
+        times = _value(frame, "time") or ()
+        if not isinstance(times, tuple | list):
+            times = (times,)
+        self.rr.extend(float(t) for t in times if t is not None)
+
+    def flush_hrv(self, until: datetime | None = None) -> Iterator[ReadingRecord]:
+        rr, start, end = self.rr, self.rr_start, until or self.rr_last
+        self.rr, self.rr_start = [], until
+        rmssd = rmssd_ms(rr)
+        if rmssd is None or start is None or end is None:
+            return
+        zone = self.zone
+        yield self.rec("hrv_rmssd", start.astimezone(zone), end.astimezone(zone), rmssd, "ms", "rr")
+
+    def sleep_level(self, frame: Any) -> Iterator[ReadingRecord]:
+        """A level lasts until the next one (or one epoch, for the night's last)."""
+        if self.last_ts is None:
+            return
+        when = self.at(self.last_ts)
+        level = str(_value(frame, "sleep_level") or "")
+        yield from self.end_sleep(when)
+        label = SLEEP_LEVELS.get(level)
+        self.sleep = (label, when) if label else None
+
+    def end_sleep(self, when: datetime | None) -> Iterator[ReadingRecord]:
+        if self.sleep is None:
+            return
+        label, start = self.sleep
+        end = when or start + timedelta(seconds=SLEEP_LEVEL_SECONDS)
+        self.sleep = None
+        if end > start:
+            yield self.rec("sleep", start, end, (end - start).total_seconds() / 60, "min", label)
+
+    def finish(self) -> Iterator[ReadingRecord]:
+        yield from self.flush_hrv()
+        yield from self.end_sleep(None)
+
+
+def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
+    """Every reading of one FIT file; a bad CRC or a broken header refuses the file."""
+    path = Path(path)
+    return iter(records(str(path), str(path), ctx))
+
+
+def records(fit_file: str | IO[bytes], name: str, ctx: ReadContext) -> list[ReadingRecord]:
+    """The readings of a FIT file (a path or a binary file object), all or nothing."""
+    import fitdecode
+
+    out: list[ReadingRecord] = []
+    state = _Reader(ctx)
+    try:
+        with fitdecode.FitReader(
+            fit_file,
+            check_crc=fitdecode.CrcCheck.RAISE,
+            error_handling=fitdecode.ErrorHandling.RAISE,
+        ) as fit:
+            for frame in fit:
+                if isinstance(frame, fitdecode.FitDataMessage):
+                    out.extend(state.message(frame))
+        out.extend(state.finish())
+    except fitdecode.FitError as err:
+        raise InputError(f"{name}: not a readable FIT file ({err})") from None
+    except OSError as err:
+        raise InputError(f"{name}: cannot read: {err.strerror or err}") from None
+    if not out and not state.origin:
+        raise InputError(f"{name}: no FIT data inside")
+    # FIT files are small (kilobytes to a few MB): reading fully first means a bad CRC at
+    # the end refuses the file before any record is yielded.
+    return out
