@@ -26,7 +26,7 @@ from bridge.store import Store, upsert
 from bridge.store.db import utcnow
 from bridge.store.models import CalendarEvent, ImportedFile, Reading, SyncState
 from connectors import file_source
-from connectors.base import EventRecord, ReadContext, ReadingRecord, ReplaceScope
+from connectors.base import EventRecord, ReadContext, ReadingRecord, ReplaceScope, Skipped
 from connectors.validate import check_event, check_reading
 
 log = logging.getLogger("rhythm_bridge.ingest")
@@ -90,7 +90,10 @@ class ImportSummary:
         types = ", ".join(f"{k} {v}" for k, v in sorted(self.by_type.items()))
         extra = f", {self.cancelled} cancelled" if self.cancelled else ""
         if self.skipped:
-            extra += f", {sum(self.skipped.values())} implausible skipped"
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.skipped.items()))
+            extra += (
+                f", {sum(self.skipped.values())} skipped as unreadable or implausible ({kinds})"
+            )
         return (
             f"{self.path}: {self.records} records ({types}); {self.new} new, "
             f"{self.known} already known{extra}; {self.seconds:.1f}s"
@@ -268,6 +271,11 @@ def write_records(
             by_type[metric] = by_type.get(metric, 0) + 1
             if len(pending) < BATCH:
                 continue
+        elif type(rec) is Skipped:
+            if not summary.skipped[rec.kind]:
+                log.warning("%s: skipping a %s record: %s", summary.path, rec.kind, rec.reason)
+            summary.skipped[rec.kind] += 1
+            continue
         elif isinstance(rec, EventRecord):
             events.append(rec.row(source, now))
             seen_events.setdefault(rec.calendar_id, set()).add((rec.uid, rec.recurrence_id))

@@ -20,7 +20,7 @@ from xml.parsers import expat
 
 from bridge.errors import InputError
 from connectors.archive import check_member, open_zip
-from connectors.base import ReadContext, ReadingRecord
+from connectors.base import ReadContext, ReadingRecord, Skipped
 from connectors.hrv import rmssd_ms
 
 KIND = "apple-health"
@@ -169,6 +169,10 @@ def _device_name(device: str) -> str:
     return name
 
 
+def _missing_or(err: Exception) -> str:
+    return f"attribute {err}" if isinstance(err, KeyError) else str(err)
+
+
 def _number(text: str) -> float:
     try:
         return float(text)
@@ -254,7 +258,12 @@ class _State:
     def start(self, name: str, attrs: dict[str, str]) -> None:
         if name == "Record":
             if not self.correlation:
-                rec = _record(attrs)
+                try:
+                    rec = _record(attrs)
+                except (ValueError, KeyError) as err:
+                    kind = attrs.get("type", "Record").removeprefix(Q).removeprefix(C)
+                    self.out.append(Skipped(kind, f"unreadable {_missing_or(err)}"))
+                    return
                 if rec is not None:
                     self.out.append(rec)
                     if rec.metric == "hrv_sdnn":

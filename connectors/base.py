@@ -132,4 +132,16 @@ class ReplaceScope:
     end: datetime
 
 
-Record = ReadingRecord | EventRecord | ReplaceScope
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A record the reader could not read (a value that is not a number, a missing date).
+
+    One bad record must not cost the person the rest of the file: the reader yields this
+    instead of raising, and the import counts it and warns once per kind.
+    """
+
+    kind: str
+    reason: str
+
+
+Record = ReadingRecord | EventRecord | ReplaceScope | Skipped

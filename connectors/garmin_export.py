@@ -29,7 +29,7 @@ from typing import Any
 from bridge.errors import InputError
 from connectors import fit
 from connectors.archive import open_zip, read_member
-from connectors.base import ReadContext, ReadingRecord
+from connectors.base import ReadContext, ReadingRecord, Skipped
 
 KIND = "garmin-export"
 SOURCE = "garmin_export"
@@ -80,12 +80,13 @@ def _json_member(
         doc = _json(path, info.filename, read_member(path, archive, info, MAX_JSON))
         for entry in _entries(doc):
             try:
-                yield from entry_reader(entry, ctx)
-            except (TypeError, ValueError, KeyError) as err:
-                day = str(entry.get("calendarDate", ""))
-                raise InputError(
-                    f"{path}: {info.filename}: unreadable entry {day!r}: {err}"
-                ) from None
+                # A list of one entry's records, so a bad entry yields nothing half-read.
+                records = list(entry_reader(entry, ctx))
+            except (TypeError, ValueError, KeyError, AttributeError) as err:
+                day = str(entry.get("calendarDate", "")) if isinstance(entry, dict) else ""
+                yield Skipped("garmin day", f"{info.filename}: unreadable entry {day!r}: {err}")
+                continue
+            yield from records
 
     return member
 

@@ -146,14 +146,6 @@ def test_import_then_reimport(store, ctx, tmp_path):
     [
         ({"readme.txt": "hi"}, "is this a Garmin"),
         ({"DI-Connect-Wellness/1_sleepData.json": "{not json"}, "not valid JSON"),
-        (
-            {
-                "DI-Connect-Wellness/1_sleepData.json": json.dumps(
-                    [{"sleepStartTimestampGMT": "yesterday", "sleepEndTimestampGMT": "x"}]
-                )
-            },
-            "unreadable entry",
-        ),
     ],
 )
 def test_bad_exports(store, ctx, tmp_path, files, needle):
@@ -162,6 +154,25 @@ def test_bad_exports(store, ctx, tmp_path, files, needle):
         import_file(store, "garmin-export", path, ctx)
     assert str(path) in str(err.value)
     assert store.count(Reading) == 0
+
+
+def test_an_unreadable_day_is_skipped_with_a_warning_and_the_rest_kept(
+    store, ctx, tmp_path, caplog
+):
+    # One bad night in years of data must not cost the person the whole export.
+    good = {"calendarDate": "2026-11-01", "restingHeartRate": 55, "totalSteps": 8000}
+    bad = {"sleepStartTimestampGMT": "yesterday", "sleepEndTimestampGMT": "x"}
+    path = _export(
+        tmp_path,
+        {
+            "DI-Connect-Wellness/1_sleepData.json": json.dumps([bad]),
+            "DI-Connect-Aggregator/UDSFile_2026-11-01_2026-11-02.json": json.dumps([good]),
+        },
+    )
+    summary = import_file(store, "garmin-export", path, ctx)
+    assert summary.skipped == {"garmin day": 1}
+    assert store.count(Reading) == summary.new == 2  # the good day's resting HR and steps
+    assert any("unreadable entry" in r.message for r in caplog.records)
 
 
 def test_fit_files_inside_the_export_are_read(ctx, tmp_path):

@@ -75,5 +75,5 @@ def test_an_import_skips_implausible_records_and_keeps_the_rest(store, ctx, tmp_
     summary = import_file(store, "apple-health", path, ctx)
     assert store.count(Reading) == summary.new == 1
     assert summary.skipped == {"hrv_sdnn": 1, "steps": 3}
-    assert "4 implausible skipped" in summary.line()
+    assert "4 skipped as unreadable or implausible (hrv_sdnn 1, steps 3)" in summary.line()
     assert sum("skipping implausible" in r.message for r in caplog.records) == 2
