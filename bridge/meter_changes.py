@@ -56,6 +56,12 @@ def _day(value: Any) -> str:
     return value.isoformat()[:10] if hasattr(value, "isoformat") else str(value)[:10]
 
 
+def _join(values: Any) -> str:
+    # Float sums are rounded: PostgreSQL adds in no fixed order, so the last bits of the
+    # same rows' sum differ between runs and every day would look changed.
+    return "|".join(f"{v:.6f}" if isinstance(v, float) else str(v) for v in values)
+
+
 def fingerprints(
     store: Store, lo: datetime, hi: datetime, deadline_pattern: re.Pattern[str]
 ) -> dict[str, str]:
@@ -93,8 +99,8 @@ def fingerprints(
                 e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < hi
             )
         ).all()
-    out = {f"r:{_day(row[0])}": "|".join(map(str, row[1:])) for row in readings}
-    out.update({f"e:{_day(row[0])}": "|".join(map(str, row[1:])) for row in events})
+    out = {f"r:{_day(row[0])}": _join(row[1:]) for row in readings}
+    out.update({f"e:{_day(row[0])}": _join(row[1:]) for row in events})
     deadlines: dict[str, list[str]] = {}
     for start, title, status, updated in titled:
         if deadline_pattern.search(title or ""):

@@ -37,8 +37,31 @@ MAX_READING_SPAN = timedelta(days=2)
 MAX_EVENT_SPAN = timedelta(days=366)
 
 
+# Column sizes of the text fields (bridge/store/models.py; a test keeps them equal). Longer
+# text is clipped here: PostgreSQL refuses it, SQLite would store 20 MB of device name.
+READING_TEXT = {"metric": 48, "origin": 200, "unit": 32, "label": 64, "device": 300}
+EVENT_TEXT = {
+    "calendar_id": 300,
+    "uid": 300,
+    "recurrence_id": 64,
+    "status": 16,
+    "transparency": 16,
+    "event_type": 32,
+    "self_response": 16,
+}
+MAX_TITLE = 1000
+
+
+def _clip(rec: object, limits: dict[str, int]) -> None:
+    for name, limit in limits.items():
+        value = getattr(rec, name)
+        if len(value) > limit:
+            setattr(rec, name, value[:limit])
+
+
 def check_reading(rec: ReadingRecord, now: datetime) -> str | None:
-    """Why this reading cannot be stored, or None when it is plausible."""
+    """Why this reading cannot be stored, or None when it is plausible (text clipped)."""
+    _clip(rec, READING_TEXT)
     when = _check_span(rec.start, rec.end, now, MAX_READING_SPAN)
     if when:
         return when
@@ -52,7 +75,8 @@ def check_reading(rec: ReadingRecord, now: datetime) -> str | None:
 
 
 def check_event(rec: EventRecord, now: datetime) -> str | None:
-    """Why this event cannot be stored, or None when it is plausible."""
+    """Why this event cannot be stored, or None when it is plausible (text clipped)."""
+    _clip(rec, {**EVENT_TEXT, "title": MAX_TITLE})
     return _check_span(rec.start, rec.end, now, MAX_EVENT_SPAN, future=timedelta(days=3660))
 
 

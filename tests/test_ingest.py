@@ -69,6 +69,7 @@ def test_ics_import_twice_keeps_counts(store, ctx, tmp_path):
     assert summary.new == 0 and store.count(CalendarEvent) == n
 
 
+@pytest.mark.sqlite_only  # the fast writer is SQLite's; PostgreSQL uses the upsert
 def test_the_fast_sqlite_writer_stores_exactly_what_upsert_stores(store, ctx):
     from datetime import UTC, datetime, timedelta, timezone
 

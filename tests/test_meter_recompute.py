@@ -114,6 +114,7 @@ def test_new_weights_mean_a_full_recompute(loaded, settings, monkeypatch):
     assert {row[-1] for row in snapshots(loaded).values()} == {"test.2"}
 
 
+@pytest.mark.sqlite_only  # `demo` always builds its own embedded SQLite store
 def test_meters_explain_from_the_cli(tmp_path):
     _state.clear()
     cli = CliRunner()

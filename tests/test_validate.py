@@ -77,3 +77,14 @@ def test_an_import_skips_implausible_records_and_keeps_the_rest(store, ctx, tmp_
     assert summary.skipped == {"hrv_sdnn": 1, "steps": 3}
     assert "4 skipped as unreadable or implausible (hrv_sdnn 1, steps 3)" in summary.line()
     assert sum("skipping implausible" in r.message for r in caplog.records) == 2
+
+
+def test_text_limits_match_the_columns_and_long_text_is_clipped():
+    from bridge.store.models import CalendarEvent, Reading
+    from connectors.validate import EVENT_TEXT, READING_TEXT
+
+    for model, limits in ((Reading, READING_TEXT), (CalendarEvent, EVENT_TEXT)):
+        for name, limit in limits.items():
+            assert model.__table__.c[name].type.length == limit, (model.__name__, name)
+    rec = ReadingRecord("steps", T, T + timedelta(minutes=1), 5.0, origin="W" * 10_000)
+    assert check_reading(rec, NOW) is None and rec.origin == "W" * 200

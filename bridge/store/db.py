@@ -105,7 +105,12 @@ class Store:
             if create:
                 migrate(self.engine)
         except OperationalError as err:
+            self.engine.dispose()
             raise StoreError(f"cannot open database {self.display_url}: {err.orig}") from None
+        except BaseException:
+            # A store that failed to open must not leave pooled connections behind.
+            self.engine.dispose()
+            raise
 
     @property
     def display_url(self) -> str:
