@@ -27,7 +27,16 @@ from bridge.store.db import utcnow
 from bridge.store.models import CalendarEvent, ImportedFile, Reading, SyncState
 from connectors import file_source
 from connectors.base import EventRecord, ReadContext, ReadingRecord, ReplaceScope, Skipped
-from connectors.validate import check_event, check_reading
+from connectors.validate import (
+    EARLIEST,
+    FUTURE_SLACK,
+    MAX_READING_SPAN,
+    RANGES,
+    check_event,
+    check_reading,
+)
+
+_INFINITE = (float("inf"), float("-inf"))
 
 log = logging.getLogger("rhythm_bridge.ingest")
 
@@ -149,6 +158,8 @@ class ReadingWriter:
         self.now = now
         self.rows: list[Any] = []
         self.last: list[Any] = [None, None]  # the last end datetime and its stored form
+        self.latest: datetime | None = None  # the wall clock the bounds below are for
+        self.bounds_db: tuple[str, str] = ("", "")
         conn: Connection = session.connection()
         self.conn = conn
         self.fast = conn.dialect.name == "sqlite"
@@ -167,10 +178,23 @@ class ReadingWriter:
                 + f" WHERE {changed}"
             )
 
-    def add(self, rec: ReadingRecord) -> None:
+    def add(self, rec: ReadingRecord, wall_clock: datetime) -> str | None:
+        """Queue a reading; or return why it is implausible (and queue nothing)."""
         if not self.fast:
-            self.rows.append(rec.row(self.source, self.now))
-            return
+            reason = check_reading(rec, wall_clock)
+            if reason is None:
+                self.rows.append(rec.row(self.source, self.now))
+            return reason
+        # The cheap half of check_reading, on values this path computes anyway (it runs
+        # per record of multi-GB exports); anything suspicious gets the exact check.
+        value, bounds = rec.value, RANGES.get(rec.metric)
+        out_of_range = value is not None and (
+            value != value or (bounds is not None and not bounds[0] <= value <= bounds[1])
+        )
+        if out_of_range or len(rec.origin) > 200 or len(rec.device) > 300:
+            reason = check_reading(rec, wall_clock)
+            if reason is not None:
+                return reason
         start, end = rec.start, rec.end
         offset = start.utcoffset()
         # Readers reuse datetime objects (an instant's end is its start; a segment starts
@@ -179,6 +203,29 @@ class ReadingWriter:
         start_db = last[1] if start is last[0] else self.to_db(start)
         end_db = start_db if end is start else self.to_db(end)
         last[0], last[1] = end, end_db
+        # Stored instants are UTC text, so these comparisons are exact and cheap.
+        if self.latest is not wall_clock:
+            self.latest, self.bounds_db = (
+                wall_clock,
+                (
+                    self.to_db(EARLIEST),
+                    self.to_db(wall_clock + FUTURE_SLACK),
+                ),
+            )
+        lo_db, hi_db = self.bounds_db
+        if (
+            start_db < lo_db
+            or start_db > hi_db
+            or end_db < start_db
+            or (end_db[:10] != start_db[:10] and end - start > MAX_READING_SPAN)
+            or value in _INFINITE
+            or len(rec.unit) > 32
+            or len(rec.label) > 64
+            or len(rec.metric) > 48
+        ):
+            reason = check_reading(rec, wall_clock)
+            if reason is not None:
+                return reason
         self.rows.append(
             (
                 self.source,
@@ -194,6 +241,7 @@ class ReadingWriter:
                 self.stamp,
             )
         )
+        return None
 
     def flush(self) -> int:
         """Write the pending rows; return how many were new or changed."""
@@ -251,22 +299,17 @@ def write_records(
     # (a backfill, a test), but no measurement can come from after this moment.
     wall_clock = utcnow()
 
-    def implausible(rec: ReadingRecord | EventRecord) -> bool:
-        check = check_reading if type(rec) is ReadingRecord else check_event
-        reason = check(rec, wall_clock)
-        if reason is None:
-            return False
-        kind = getattr(rec, "metric", "event")
+    def note_skip(kind: str, reason: str) -> None:
         if not summary.skipped[kind]:  # one warning per kind, not one per record
             log.warning("%s: skipping implausible %s record: %s", summary.path, kind, reason)
         summary.skipped[kind] += 1
-        return True
 
     for rec in records:
         if type(rec) is ReadingRecord:
-            if implausible(rec):
+            reason = add(rec, wall_clock)
+            if reason is not None:
+                note_skip(rec.metric, reason)
                 continue
-            add(rec)
             metric = rec.metric
             by_type[metric] = by_type.get(metric, 0) + 1
             if len(pending) < BATCH:
@@ -277,6 +320,10 @@ def write_records(
             summary.skipped[rec.kind] += 1
             continue
         elif isinstance(rec, EventRecord):
+            reason = check_event(rec, wall_clock)
+            if reason is not None:
+                note_skip("event", reason)
+                continue
             events.append(rec.row(source, now))
             seen_events.setdefault(rec.calendar_id, set()).add((rec.uid, rec.recurrence_id))
             by_type["event"] = by_type.get("event", 0) + 1

@@ -77,7 +77,10 @@ def check_reading(rec: ReadingRecord, now: datetime) -> str | None:
     tz = start.tzinfo
     if tz is None or end.tzinfo is None:
         return _check_span(start, end, now, MAX_READING_SPAN)
-    lo, hi = _bounds(tz, now)
+    bounds = _bounds_cache.get(tz)
+    if bounds is None or bounds[2] is not now:
+        bounds = _bounds(tz, now)
+    lo, hi = bounds[0], bounds[1]
     if end < start or start < lo or start > hi or end - start > MAX_READING_SPAN:
         return _check_span(start, end, now, MAX_READING_SPAN)
     value = rec.value
@@ -93,7 +96,7 @@ def check_reading(rec: ReadingRecord, now: datetime) -> str | None:
 _bounds_cache: dict[tzinfo, tuple[datetime, datetime, datetime]] = {}
 
 
-def _bounds(tz: tzinfo, now: datetime) -> tuple[datetime, datetime]:
+def _bounds(tz: tzinfo, now: datetime) -> tuple[datetime, datetime, datetime]:
     """EARLIEST and now + FUTURE_SLACK expressed in `tz`, cached per zone and `now`.
 
     Comparing datetimes of different zones costs ~15x more than of the same zone object,
@@ -106,7 +109,7 @@ def _bounds(tz: tzinfo, now: datetime) -> tuple[datetime, datetime]:
             _bounds_cache.clear()
         cached = (EARLIEST.astimezone(tz), (now + FUTURE_SLACK).astimezone(tz), now)
         _bounds_cache[tz] = cached
-    return cached[0], cached[1]
+    return cached
 
 
 def check_event(rec: EventRecord, now: datetime) -> str | None:

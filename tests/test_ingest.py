@@ -5,6 +5,7 @@ from sqlmodel import select
 
 from bridge.errors import InputError
 from bridge.ingest import import_file
+from bridge.store.db import utcnow
 from bridge.store.models import CalendarEvent, ImportedFile, Reading
 from tests.conftest import SAMPLE
 
@@ -115,18 +116,18 @@ def test_the_fast_sqlite_writer_stores_exactly_what_upsert_stores(store, ctx):
         writer = ReadingWriter(session, "apple_health", now)
         assert writer.fast
         for rec in records:
-            writer.add(rec)
+            assert writer.add(rec, utcnow()) is None
         assert writer.flush() == 3
         # The same rows through SQLAlchemy's upsert: identical keys and values, so nothing.
         rows = [r.row("apple_health", now) for r in records]
         assert upsert(session, Reading, rows, keys=READING_KEY, update=READING_UPDATE) == 0
         for rec in records:
-            writer.add(rec)
+            assert writer.add(rec, utcnow()) is None
         assert writer.flush() == 0
         rows[0]["value"] = 43.0
         assert upsert(session, Reading, rows, keys=READING_KEY, update=READING_UPDATE) == 1
         for rec in records:
-            writer.add(rec)
+            assert writer.add(rec, utcnow()) is None
         assert writer.flush() == 1  # the changed value is put back, and counted
     with store.session() as session:
         stored = session.exec(select(Reading).order_by(Reading.metric)).all()
