@@ -26,7 +26,14 @@ from bridge.store import Store, upsert
 from bridge.store.db import utcnow
 from bridge.store.models import CalendarEvent, ImportedFile, Reading, SyncState
 from connectors import file_source
-from connectors.base import EventRecord, ReadContext, ReadingRecord, ReplaceScope, Skipped
+from connectors.base import (
+    HASHED_FIELDS,
+    EventRecord,
+    ReadContext,
+    ReadingRecord,
+    ReplaceScope,
+    Skipped,
+)
 from connectors.validate import (
     EARLIEST,
     FUTURE_SLACK,
@@ -57,19 +64,8 @@ READING_COLUMNS = (
     "imported_at",
 )
 EVENT_KEY = ("source", "calendar_id", "uid", "recurrence_id")
-EVENT_UPDATE = (
-    "title",
-    "start_utc",
-    "end_utc",
-    "utc_offset_min",
-    "all_day",
-    "status",
-    "transparency",
-    "event_type",
-    "attendee_count",
-    "self_response",
-    "content_hash",
-)
+# What an event's re-import may change: the fields its content hash covers, plus these.
+EVENT_UPDATE = (*HASHED_FIELDS, "utc_offset_min", "content_hash")
 
 
 @dataclass

@@ -101,7 +101,7 @@ class EventRecord:
 
 
 # The fields whose change means the event must be classified again.
-_HASHED_FIELDS = (
+HASHED_FIELDS = (
     "title",
     "start_utc",
     "end_utc",
@@ -115,7 +115,7 @@ _HASHED_FIELDS = (
 
 
 def event_hash(row: dict[str, Any]) -> str:
-    text = "\x1f".join(str(row[k]) for k in _HASHED_FIELDS)
+    text = "\x1f".join(str(row[k]) for k in HASHED_FIELDS)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
