@@ -94,9 +94,9 @@ def ctx() -> ReadContext:
     return ReadContext(tz=BERLIN, now=DEMO_NOW)
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def cli_state():
-    """The CLI caches settings and the store per process; each CLI test starts clean."""
+    """The CLI caches settings and the store per process; every test starts clean."""
     from bridge.cli import _state
 
     _state.clear()

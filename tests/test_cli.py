@@ -5,20 +5,10 @@ import stat
 import pytest
 from typer.testing import CliRunner
 
-from bridge.cli import _state, app
+from bridge.cli import app
 from mappings.actions import ACTIONS
 from tests.conftest import SAMPLE
 from tests.helpers import validate_snapshot, write_config
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cli_state():
-    _state.clear()
-    yield
-    store = _state.get("store")
-    if store is not None:
-        store.dispose()
-    _state.clear()
 
 
 @pytest.fixture

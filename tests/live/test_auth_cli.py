@@ -33,16 +33,6 @@ GARMIN_TOKEN_URL = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cli_state():
-    _state.clear()
-    yield
-    store = _state.get("store")
-    if store is not None:
-        store.dispose()
-    _state.clear()
-
-
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
     secrets_file = tmp_path / "client_secret.json"
