@@ -4,16 +4,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from bridge.cli import _state, app
+from bridge.cli import app
 from bridge.sim.evaluate import evaluate, rolling
 from tests.helpers import write_config
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cli_state():
-    _state.clear()
-    yield
-    _state.clear()
 
 
 def invoke(*args):

@@ -16,7 +16,6 @@ from typer.testing import CliRunner
 from bridge.cli import app
 from tests.conftest import SAMPLE
 from tests.helpers import write_config
-from tests.test_cli import _fresh_cli_state  # noqa: F401 (autouse)
 
 # Subprocesses get keyring's own null / fail backends: never the machine's real keyring.
 NULL_KEYRING = "keyring.backends.null.Keyring"

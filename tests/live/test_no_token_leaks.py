@@ -43,15 +43,6 @@ SECRETS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cli_state():
-    _state.clear()
-    yield
-    if _state.get("store") is not None:
-        _state["store"].dispose()
-    _state.clear()
-
-
 def test_no_secret_leaks_into_logs_db_exports_or_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
