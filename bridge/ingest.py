@@ -31,6 +31,7 @@ from connectors.base import (
     EventRecord,
     ReadContext,
     ReadingRecord,
+    Record,
     ReplaceScope,
     Skipped,
 )
@@ -261,7 +262,7 @@ class ReadingWriter:
 def write_records(
     session: Session,
     source: str,
-    records: Iterable[ReadingRecord | EventRecord | ReplaceScope],
+    records: Iterable[Record],
     summary: ImportSummary,
     *,
     now: datetime,
@@ -295,9 +296,9 @@ def write_records(
     # (a backfill, a test), but no measurement can come from after this moment.
     wall_clock = utcnow()
 
-    def note_skip(kind: str, reason: str) -> None:
+    def note_skip(kind: str, reason: str, what: str = "implausible") -> None:
         if not summary.skipped[kind]:  # one warning per kind, not one per record
-            log.warning("%s: skipping implausible %s record: %s", summary.path, kind, reason)
+            log.warning("%s: skipping %s %s record: %s", summary.path, what, kind, reason)
         summary.skipped[kind] += 1
 
     for rec in records:
@@ -311,9 +312,7 @@ def write_records(
             if len(pending) < BATCH:
                 continue
         elif type(rec) is Skipped:
-            if not summary.skipped[rec.kind]:
-                log.warning("%s: skipping a %s record: %s", summary.path, rec.kind, rec.reason)
-            summary.skipped[rec.kind] += 1
+            note_skip(rec.kind, rec.reason, "unreadable")
             continue
         elif isinstance(rec, EventRecord):
             reason = check_event(rec, wall_clock)
