@@ -14,7 +14,9 @@ from bridge.store import Store
 from bridge.store.db import schema_version
 from bridge.store.models import CalendarEvent, Reading
 
-# Which meters each stored input feeds, for the freshness report.
+# Which meters each stored metric feeds, for the freshness report (the inputs of
+# mappings/meter_weights.toml by the metric they are computed from; a test keeps the two
+# in step).
 METER_INPUTS: dict[str, tuple[str, ...]] = {
     "sleep": ("vitality", "cognition"),
     "hrv_sdnn": ("vitality", "serenity"),
@@ -23,6 +25,9 @@ METER_INPUTS: dict[str, tuple[str, ...]] = {
     "steps": ("vitality",),
     "stress": ("serenity",),
     "recovery": ("vitality", "serenity"),
+    "body_battery": ("vitality",),
+    "workout": ("vitality",),
+    "mindful": ("serenity",),
     "calendar": ("cognition", "progress", "serenity", "connection"),
 }
 # A source is "silent" when its last success is older than this many intervals.

@@ -167,3 +167,31 @@ def test_backup_and_install_service_commands(tmp_path):
     target = tmp_path / "unit" / "rhythm-bridge.service"
     written = runner.invoke(app, ["install-service", "--path", str(target)])
     assert written.exit_code == 0 and target.read_text().startswith("# rhythm-bridge")
+
+
+def test_the_freshness_table_names_every_physiological_input_of_the_weights():
+    # Each weights input computed from a stored metric must show up in `status`.
+    import tomllib
+    from importlib.resources import files
+
+    from bridge.status import METER_INPUTS
+
+    weights = tomllib.loads(files("mappings").joinpath("meter_weights.toml").read_text())
+    from_metric = {"hrv": ("hrv_sdnn", "hrv_rmssd"), "workouts": ("workout",)}
+    for meter, inputs in weights.items():
+        if not isinstance(inputs, dict) or meter == "targets":
+            continue
+        for name in inputs:
+            for metric in from_metric.get(name, (name,)):
+                if metric in (
+                    "resting_hr",
+                    "steps",
+                    "stress",
+                    "recovery",
+                    "body_battery",
+                    "hrv_sdnn",
+                    "hrv_rmssd",
+                    "workout",
+                    "mindful",
+                ):
+                    assert meter in METER_INPUTS[metric], (meter, name)
