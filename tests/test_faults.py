@@ -3,6 +3,7 @@
 import errno
 import json
 import os
+import re
 import signal
 import sqlite3
 import threading
@@ -173,3 +174,99 @@ def test_sigterm_in_the_middle_of_a_sync_finishes_it_then_exits(tmp_path):
     state = db.execute("SELECT status FROM sync_state WHERE source='apple_health'").fetchone()
     assert state[0] == "ok"
     db.close()
+
+
+def _calendar_sync(tmp_path, fake, monkeypatch):
+    """A config syncing only Google Calendar "primary" from the fake, with a stored token."""
+    from bridge.config import load_settings
+    from bridge.secrets import KEY_ENV, Secrets
+    from connectors.google_calendar import TOKEN_SECRET
+
+    google = fake.settings()["google_calendar"]
+    cfg = write_config(
+        tmp_path / "c.toml",
+        tmp_path / "data",
+        secrets='[secrets]\nbackend = "file"',
+        google=(
+            '[sources.google_calendar]\nenabled = true\ncalendars = ["primary"]\n'
+            f'api_base_url = "{google["api_base_url"]}"\ntoken_url = "{google["token_url"]}"'
+        ),
+    )
+    monkeypatch.setenv(KEY_ENV, "fault-test-keyring-key")  # the subprocesses inherit it
+    settings = load_settings(cfg)
+    Secrets.from_settings(settings).set_json(
+        TOKEN_SECRET,
+        {
+            "token": "stale-access-token",
+            "refresh_token": "google-refresh-token",
+            "client_id": "1234-abc.apps.googleusercontent.com",
+            "client_secret": "google-client-secret",
+            "scopes": ["https://www.googleapis.com/auth/calendar.readonly"],
+            "expiry": "2026-01-01T00:00:00.000000Z",
+        },
+    )
+    return cfg, settings
+
+
+def _calendar_rows(settings) -> tuple[int, int]:
+    """(events stored, Google sync-token rows stored)."""
+    from bridge.store import Store
+    from bridge.store.models import CalendarEvent, SyncState
+
+    store = Store(settings.database_url)
+    try:
+        with store.session() as session:
+            tokens = session.exec(
+                select(SyncState).where(
+                    SyncState.source == "google_calendar", SyncState.stream == "events"
+                )
+            ).all()
+        return store.count(CalendarEvent), len(tokens)
+    finally:
+        store.dispose()
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        "pull",  # the 4th page is being fetched: nothing has been written yet
+        pytest.param("commit", marks=pytest.mark.sqlite_only),  # the write is half-way
+    ],
+)
+def test_sigkill_in_the_middle_of_a_calendar_sync_then_restart(tmp_path, monkeypatch, moment):
+    from tests.fake_apis import FakeAPIs, World
+
+    # "commit" needs a write big enough to catch mid-way (~9k events); "pull" a few pages.
+    # A frozen clock: the world does not change between the runs (unlike the soak's).
+    frozen = datetime.now(UTC).replace(microsecond=0)
+    world = World(bulk=200 if moment == "commit" else 20)
+    with FakeAPIs(now=frozen, world=world) as fake:
+        cfg, settings = _calendar_sync(tmp_path, fake, monkeypatch)
+        args = ("sync", "google_calendar")
+        with cli_process(cfg, *args, quiet=True) as proc:
+            if moment == "pull":
+                reached, release = threading.Event(), threading.Event()
+                fake.hold = ("pageToken=300%40", reached, release)
+                wait_until(reached.is_set, proc, timeout=120)
+            else:
+                wait_until(wal_bigger_than(tmp_path / "data", 1_000_000), proc, timeout=300)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+            if moment == "pull":
+                release.set()
+                fake.hold = None
+        assert _calendar_rows(settings) == (0, 0), "a killed sync must leave nothing behind"
+
+        with cli_process(cfg, *args) as proc:
+            output, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, output
+        records, new = (int(n) for n in re.findall(r"ok, (\d+) records, (\d+) new", output)[0])
+        assert records == new > 0
+        assert _calendar_rows(settings) == (new, 1)
+
+        # The next sync is incremental from the stored token: nothing new, nothing doubled.
+        with cli_process(cfg, *args) as proc:
+            output, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, output
+        assert "0 new" in output
+        assert _calendar_rows(settings) == (new, 1)
