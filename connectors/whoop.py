@@ -53,6 +53,7 @@ SCOPES = (
 TOKEN_SECRET = "whoop:token"
 CLIENT_SECRET = "whoop:client_secret"
 PAGE_LIMIT = 25  # the API's maximum
+SLEEP_MARGIN = timedelta(days=1)
 # stream -> collection path. Sleep comes before recovery: a recovery is dated by its sleep.
 STREAMS = {
     "cycle": "/v2/cycle",
@@ -347,6 +348,11 @@ def pull(
                 start = min(parse_instant(old), refetch)
             else:
                 start = now - timedelta(days=ctx.past_days)
+            if stream == "sleep":
+                # A day before the others: every recovery fetched finds its sleep and is
+                # dated at that wake-up whichever window fetched it. Without its sleep it
+                # falls back to created_at, and the same morning would be stored twice.
+                start -= SLEEP_MARGIN
             fetched[stream] = api.collection(path, start, now, progress, stream)
             result.cursors[(stream, "")] = _next_cursor(stream, fetched[stream], old)
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -326,8 +327,10 @@ def test_since_backfills_from_that_date_whatever_the_cursor(
         mock.route(url__startswith=API).mock(side_effect=fake)
         since = datetime(2022, 1, 1, tzinfo=BERLIN)
         assert run_source(wstore, live_settings, "whoop", ctx, since=since).status == "ok"
-    starts = {parse_qs(r.url.query.decode())["start"][0] for r in fake.seen}
-    assert starts == {"2021-12-31T23:00:00.000Z"}
+    starts = {r.url.path: parse_qs(r.url.query.decode())["start"][0] for r in fake.seen}
+    # Sleep from a day earlier, so the recoveries fetched find their sleeps.
+    assert starts.pop("/developer/v2/activity/sleep") == "2021-12-30T23:00:00.000Z"
+    assert set(starts.values()) == {"2021-12-31T23:00:00.000Z"}
 
 
 def test_a_malformed_record_is_skipped_not_fatal(
@@ -347,3 +350,38 @@ def test_a_malformed_record_is_skipped_not_fatal(
         assert run_source(wstore, live_settings, "whoop", ctx).status == "ok"
     assert [m for m, _, _ in _readings(wstore)] == ["workout"]
     assert "skipped a malformed workout record" in caplog.text
+
+
+def test_a_recovery_keeps_its_wake_up_time_when_its_sleep_falls_outside_the_window(
+    live_settings: Settings, secrets: Secrets, wstore: Store
+) -> None:
+    # Found by benchmarks/soak.py: a later pull re-fetched a recovery (made at wake-up,
+    # inside the 3-day window) without its sleep (started the evening before, outside),
+    # dated it at created_at instead, and stored the same morning's HRV and RHR twice.
+    from tests.fake_apis import FakeAPIs, provider_settings
+
+    first = datetime(2026, 10, 12, 6, 0, tzinfo=BERLIN)
+    with FakeAPIs(now=first) as fake:
+        settings = live_settings.model_copy(
+            update={
+                "sources": live_settings.sources.model_validate(
+                    {"whoop": provider_settings(fake.url)["whoop"]}
+                )
+            }
+        )
+        store_token(secrets, expires_in=-1, refresh="whoop-refresh-0")
+        for days in (0, 1, 2):
+            fake.fixed_now = first + timedelta(days=days)
+            ctx = ReadContext(tz=BERLIN, now=fake.fixed_now)
+            assert run_source(wstore, settings, "whoop", ctx).status == "ok"
+    with wstore.session() as session:
+        mornings = (
+            session.execute(
+                select(Reading.start_utc).where(Reading.metric == "hrv_rmssd").order_by("start_utc")
+            )
+            .scalars()
+            .all()
+        )
+    assert len(mornings) >= 30
+    gaps = [b - a for a, b in pairwise(mornings)]
+    assert min(gaps) > timedelta(hours=12), "one HRV reading per wake-up"
