@@ -30,14 +30,13 @@ from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
-from zoneinfo import ZoneInfo
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from connectors.live import iso_z
+from tests.conftest import BERLIN, FIXTURES
+
 GARMIN = FIXTURES / "garmin" / "connect_api"
-BERLIN = ZoneInfo("Europe/Berlin")
 # Everything "created long ago" (the standup series, the first tokens) is from then.
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 ME = "me@example.com"
@@ -67,10 +66,6 @@ WHOOP_PAGE = 25
 TOKEN_WEEK = timedelta(days=7)
 # The API paths of each provider, as served under /google, /whoop, /garmin.
 GOOGLE_BASE, WHOOP_BASE, GARMIN_BASE = "/google/calendar/v3/", "/whoop/developer", "/garmin"
-
-
-def iso_z(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _ms(value: datetime) -> int:
@@ -478,11 +473,37 @@ def _garmin_fixture(name: str) -> Any:
     return json.loads(_FIXTURE_CACHE[name])
 
 
-def garmin_jwt(expires: datetime) -> str:
+def garmin_jwt(exp: float) -> str:
+    """A bearer token shaped like Garmin's: a JWT whose `exp` claim the connector reads."""
+
     def part(doc: dict[str, Any]) -> str:
         return base64.urlsafe_b64encode(json.dumps(doc).encode()).rstrip(b"=").decode()
 
-    return f"{part({'alg': 'RS256'})}.{part({'sub': 'me', 'exp': int(expires.timestamp())})}.sig"
+    return f"{part({'alg': 'RS256'})}.{part({'sub': 'me', 'exp': int(exp)})}.signature-bytes"
+
+
+def provider_settings(base: str) -> dict[str, Any]:
+    """The [sources] config that points every connector at a fake served from `base`."""
+    return {
+        "google_calendar": {
+            "enabled": True,
+            "calendars": list(CALENDARS),
+            "api_base_url": base + GOOGLE_BASE,
+            "token_url": base + "/google/token",
+        },
+        "whoop": {
+            "enabled": True,
+            "client_id": "fake-whoop-client",
+            "api_base_url": base + WHOOP_BASE,
+            "token_url": base + "/whoop/token",
+        },
+        "garmin": {
+            "enabled": True,
+            "api_base_url": base + GARMIN_BASE,
+            "token_url": base + "/garmin/token",
+        },
+        "ics": {"enabled": True, "urls": [base + "/feeds/family.ics"]},
+    }
 
 
 class FakeAPIs:
@@ -509,8 +530,7 @@ class FakeAPIs:
         # Set by tests: a request for this path blocks until the event is set.
         self.hold: tuple[str, threading.Event, threading.Event] | None = None
         handler = type("Handler", (_Handler,), {"fake": self})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", 0), handler)
         self.thread: threading.Thread | None = None
 
     @property
@@ -525,28 +545,7 @@ class FakeAPIs:
         return self.fixed_now or datetime.now(UTC)
 
     def settings(self) -> dict[str, Any]:
-        """The [sources] config that points every connector here."""
-        base = self.url
-        return {
-            "google_calendar": {
-                "enabled": True,
-                "calendars": list(CALENDARS),
-                "api_base_url": base + GOOGLE_BASE,
-                "token_url": base + "/google/token",
-            },
-            "whoop": {
-                "enabled": True,
-                "client_id": "fake-whoop-client",
-                "api_base_url": base + WHOOP_BASE,
-                "token_url": base + "/whoop/token",
-            },
-            "garmin": {
-                "enabled": True,
-                "api_base_url": base + GARMIN_BASE,
-                "token_url": base + "/garmin/token",
-            },
-            "ics": {"enabled": True, "urls": [base + "/feeds/family.ics"]},
-        }
+        return provider_settings(self.url)
 
     def start(self) -> FakeAPIs:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -570,17 +569,25 @@ class FakeAPIs:
         with self.lock:
             self.api_requests += 1
             n = self.api_requests
+        kind = None
         if self.outage and self.outage[0] <= self.now() < self.outage[1]:
-            return "drop"
-        if not self.faults:
-            return None
-        if n % 131 == 0:
-            return "drop"
-        if n % 89 == 0:
-            return "429"
-        if n % 53 == 0:
-            return "503"
-        return None
+            kind = "outage"
+        elif self.faults:
+            kind = (
+                "drop" if n % 131 == 0 else "429" if n % 89 == 0 else "503" if n % 53 == 0 else None
+            )
+        if kind:
+            self.counts[f"fault:{kind}"] += 1
+        return kind
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client hanging up (or a dropped-connection fault) is normal here; the rest is not.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -621,6 +628,7 @@ class _Handler(BaseHTTPRequestHandler):
         now = fake.now()
         if path == "/_clock":
             fake.fixed_now = datetime.fromisoformat(form["now"])
+            fake.faults = bool(form.get("faults", fake.faults))
             return self._send(204)
         if path == "/google/token":
             assert form.get("grant_type") == "refresh_token", form
@@ -646,7 +654,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, body)
         if path == "/garmin/token":
             return self._send(
-                200, garmin_jwt(now + timedelta(hours=24)).encode(), {"Content-Type": "text/plain"}
+                200,
+                garmin_jwt((now + timedelta(hours=24)).timestamp()).encode(),
+                {"Content-Type": "text/plain"},
             )
         self._send(404, {"error": "not found"})
 
@@ -661,7 +671,7 @@ class _Handler(BaseHTTPRequestHandler):
             fake.hold[1].set()
             fake.hold[2].wait(60)
         fault = fake.fault()
-        if fault == "drop":
+        if fault in ("drop", "outage"):
             self.close_connection = True
             self.connection.shutdown(2)  # no answer at all, like a reset link
             return
@@ -681,7 +691,7 @@ class _Handler(BaseHTTPRequestHandler):
             if self.headers.get("If-None-Match") == etag:
                 return self._send(304)
             headers = {"Content-Type": "text/calendar", "ETag": etag}
-            headers["Last-Modified"] = format_datetime(now, usegmt=True)
+            headers["Last-Modified"] = format_datetime(now.astimezone(UTC), usegmt=True)
             return self._send(200, body.encode(), headers)
         self._send(404, {"error": "not found"})
 

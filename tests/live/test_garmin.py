@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from datetime import date, datetime, timedelta
@@ -21,6 +20,7 @@ from bridge.store.models import Reading
 from connectors.base import ReadContext
 from connectors.garmin import KEY_SECRET, TOKEN_SECRET, ranges
 from tests.conftest import BERLIN, FIXTURES
+from tests.fake_apis import garmin_jwt
 
 API = "https://personal.connectapi.garmin.com"
 TOKEN_URL = f"{API}/personalapitoken-service/personal-api/personal-api-key/token"
@@ -33,18 +33,11 @@ def _body(name: str) -> Any:
     return json.loads((BODIES / name).read_text())
 
 
-def _jwt(exp: float) -> str:
-    def part(doc: dict[str, Any]) -> str:
-        return base64.urlsafe_b64encode(json.dumps(doc).encode()).rstrip(b"=").decode()
-
-    return f"{part({'alg': 'RS256'})}.{part({'sub': 'me', 'exp': int(exp)})}.signature-bytes"
-
-
 class FakeGarmin:
     def __init__(self) -> None:
         self.seen: list[httpx.Request] = []
         self.exchanges = 0
-        self.token = _jwt(time.time() + 24 * 3600)
+        self.token = garmin_jwt(time.time() + 24 * 3600)
 
     def exchange(self, request: httpx.Request) -> httpx.Response:
         assert request.headers["authorization"] == f"ApiKey {API_KEY}"
