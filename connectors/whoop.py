@@ -22,8 +22,9 @@ from bridge.errors import AuthExpired, SourceError
 from bridge.oauth import refresh_lock
 from bridge.secrets import Secrets
 from connectors.base import ReadContext, ReadingRecord
-from connectors.http import RateWindow, RetryPolicy, request
+from connectors.http import RateWindow, RetryPolicy, parse_json, request
 from connectors.live import (
+    MALFORMED,
     Cursors,
     Progress,
     PullResult,
@@ -31,6 +32,7 @@ from connectors.live import (
     no_progress,
     normalize,
     packed_sleep,
+    page_items,
     parse_instant,
     parse_offset,
 )
@@ -101,8 +103,8 @@ class WhoopTokens:
             raise AuthExpired(SOURCE, f"token endpoint said {resp.status_code} {err}".strip())
         if resp.status_code != 200:
             raise SourceError(f"whoop token endpoint answered {resp.status_code}")
-        body = resp.json()
-        if not body.get("access_token"):
+        body = parse_json(resp.content, "whoop token endpoint")
+        if not isinstance(body, dict) or not body.get("access_token"):
             raise SourceError("whoop token endpoint answered without an access_token")
         return body
 
@@ -187,7 +189,7 @@ class WhoopAPI:
             raise AuthExpired(SOURCE, f"{path} answered {resp.status_code}")
         if resp.status_code != 200:
             raise SourceError(f"whoop {path} answered {resp.status_code}")
-        return resp.json()
+        return parse_json(resp.content, _what(path))
 
     def delete(self, path: str) -> int:
         url = self.cfg.api_base_url.rstrip("/") + path
@@ -206,10 +208,10 @@ class WhoopAPI:
         seen_tokens: set[str] = set()
         while True:
             page = self.get(path, params)
-            records.extend(page.get("records") or [])
+            records.extend(page_items(page, "records", _what(path)))
             progress(stage, len(records))
             token = page.get("next_token")  # snake_case in the body, camelCase in the query
-            if not token or token in seen_tokens:
+            if not token or not isinstance(token, str) or token in seen_tokens:
                 return records
             seen_tokens.add(token)
             params = {**params, "nextToken": token}
@@ -309,7 +311,7 @@ def _next_cursor(stream: str, raws: list[dict[str, Any]], old: str | None) -> st
     for raw in raws:
         try:
             when = parse_instant(str(raw.get("start") or raw["created_at"]))
-        except (KeyError, ValueError):
+        except (KeyError, ValueError, AttributeError):
             continue  # normalize() reports the malformed record
         times.append(when)
         if raw.get("score_state") == "PENDING_SCORE" or (stream == "cycle" and not raw.get("end")):
@@ -355,8 +357,11 @@ def pull(
             api.client.close()
     wake_times = {}
     for raw in fetched["sleep"]:
-        if raw.get("end") and not raw.get("nap"):
-            wake_times[str(raw.get("id"))] = _span(raw)[1]
+        try:
+            if raw.get("end") and not raw.get("nap"):
+                wake_times[str(raw.get("id"))] = _span(raw)[1]
+        except MALFORMED:
+            continue  # normalize() reports the malformed sleep
     for stream, convert in (
         ("cycle", cycle_records),
         ("sleep", sleep_records),
