@@ -21,7 +21,16 @@ from bridge.config import Settings
 from bridge.errors import AuthExpired, CursorInvalid, RateLimited, SourceError, Transient
 from bridge.secrets import Secrets, quiet_secret_loggers
 from connectors.base import EventRecord, ReadContext, ReplaceScope
-from connectors.http import RetryableError, RetryPolicy, retry_after_seconds, with_retries
+from connectors.http import (
+    MAX_RESPONSE_BYTES,
+    RETRY_NEXT_SYNC,
+    RetryableError,
+    RetryPolicy,
+    retry_after_seconds,
+    too_big,
+    unreadable,
+    with_retries,
+)
 from connectors.live import (
     Cancellation,
     Cursors,
@@ -30,6 +39,7 @@ from connectors.live import (
     iso_z,
     no_progress,
     normalize,
+    page_items,
     parse_instant,
 )
 
@@ -74,6 +84,19 @@ def save_credentials(secrets: Secrets, creds: Any) -> None:
     secrets.set_json(TOKEN_SECRET, json.loads(creds.to_json()))
 
 
+def http_client(settings: Settings) -> Any:
+    """httplib2 with its inflate limits set to the cap every provider's answer has.
+
+    httplib2 reads the whole (compressed) body and then inflates it; past 10 MB it refuses
+    ratios over 100 and anything over the hard limit, so a gzip bomb stops early.
+    """
+    import httplib2
+
+    return httplib2.Http(
+        timeout=settings.http.timeout_seconds, decode_limit_hard=MAX_RESPONSE_BYTES
+    )
+
+
 def build_service(settings: Settings, http: Any) -> Any:
     """The calendar v3 client from the discovery document bundled in the wheel (no network)."""
     from googleapiclient.discovery import build
@@ -93,10 +116,17 @@ def _execute(request: Any, policy: RetryPolicy, what: str) -> dict[str, Any]:
     import httplib2
     from google.auth.exceptions import RefreshError, TransportError
     from googleapiclient.errors import HttpError
+    from httplib2.decode import DecodeLimitError, DecodeRatioError
 
     def once() -> dict[str, Any]:
         try:
             return request.execute()
+        except (DecodeLimitError, DecodeRatioError):
+            # httplib2 stopped inflating a body past its limits (see `http_client`).
+            raise too_big(what) from None
+        except (ValueError, RecursionError) as err:
+            # The client decodes the body as UTF-8 JSON; a truncated one comes back as text.
+            raise unreadable(what, err) from None
         except HttpError as err:
             status = int(err.resp.status)
             reason = getattr(err, "reason", "") or ""
@@ -213,10 +243,14 @@ def list_events(
     what = f"google calendar {calendar_id}"
     while request is not None:
         page = _execute(request, policy, what)
-        items.extend(page.get("items") or [])
+        items.extend(page_items(page, "items", what))
         progress(calendar_id, len(items))
         sync_token = page.get("nextSyncToken")
         request = events.list_next(request, page)
+    if not isinstance(sync_token, str) or not sync_token:
+        # The last page always carries one. Without it the list may be cut short, and a
+        # full list is taken as the whole truth: what it lacks would be marked cancelled.
+        raise SourceError(f"{what}: the last page has no nextSyncToken; {RETRY_NEXT_SYNC}")
     return items, sync_token
 
 
@@ -231,14 +265,13 @@ def pull(
     http: Any = None,
 ) -> PullResult:
     """Sync every configured calendar (incrementally when it has a sync token)."""
-    import httplib2
     from google_auth_httplib2 import AuthorizedHttp
 
     cfg = settings.sources.google_calendar
     policy = RetryPolicy.from_settings(settings)
     creds = load_credentials(settings, secrets)
     token_before = creds.token
-    base = http if http is not None else httplib2.Http(timeout=settings.http.timeout_seconds)
+    base = http if http is not None else http_client(settings)
     service = build_service(settings, AuthorizedHttp(creds, http=base))
     time_min = since or (ctx.now - timedelta(days=ctx.past_days))
     result = PullResult()

@@ -132,9 +132,6 @@ def read_body(resp: httpx.Response, what: str, limit: int = MAX_RESPONSE_BYTES) 
     # wbits 47 reads a gzip or a zlib header, which is what "deflate" means in practice.
     inflater = None if encoding in ("identity", "") else zlib.decompressobj(47)
     body = bytearray()
-    too_big = SourceError(
-        f"{what}: answer larger than {limit >> 20} MB (decompressed); {RETRY_NEXT_SYNC}"
-    )
     try:
         for chunk in resp.iter_raw():
             while chunk:
@@ -145,14 +142,31 @@ def read_body(resp: httpx.Response, what: str, limit: int = MAX_RESPONSE_BYTES) 
                     body += inflater.decompress(chunk, _INFLATE_STEP)
                     chunk = inflater.unconsumed_tail
                 if len(body) > limit:
-                    raise too_big
+                    raise too_big(what, limit)
         if inflater is not None:
             body += inflater.flush()
     except zlib.error:
         raise SourceError(f"{what}: answer is not valid {encoding}; {RETRY_NEXT_SYNC}") from None
     if len(body) > limit:
-        raise too_big
+        raise too_big(what, limit)
     return bytes(body)
+
+
+def unreadable(what: str, err: BaseException) -> SourceError:
+    """The one-line error for a body that does not decode as JSON text."""
+    if isinstance(err, UnicodeDecodeError):
+        problem = "is not UTF-8 text"
+    elif isinstance(err, RecursionError):
+        problem = "is nested too deeply to be an answer"
+    else:  # JSONDecodeError, or an integer of thousands of digits
+        problem = f"is not valid JSON (truncated?): {err}".split("\n")[0]
+    return SourceError(f"{what}: the answer {problem}; {RETRY_NEXT_SYNC}")
+
+
+def too_big(what: str, limit: int = MAX_RESPONSE_BYTES) -> SourceError:
+    return SourceError(
+        f"{what}: answer larger than {limit >> 20} MB (decompressed); {RETRY_NEXT_SYNC}"
+    )
 
 
 def parse_json(body: bytes, what: str) -> Any:
@@ -161,13 +175,8 @@ def parse_json(body: bytes, what: str) -> Any:
         raise SourceError(f"{what}: answered an empty body; {RETRY_NEXT_SYNC}")
     try:
         return json.loads(body)
-    except UnicodeDecodeError:
-        problem = "is not UTF-8 text"
-    except RecursionError:
-        problem = "is nested too deeply to be an answer"
-    except ValueError as err:  # JSONDecodeError, or an integer of thousands of digits
-        problem = f"is not valid JSON (truncated?): {err}".split("\n")[0]
-    raise SourceError(f"{what}: the answer {problem}; {RETRY_NEXT_SYNC}")
+    except (ValueError, RecursionError) as err:
+        raise unreadable(what, err) from None
 
 
 def request(
