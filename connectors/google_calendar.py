@@ -187,13 +187,26 @@ def _stamp(value: dict[str, Any], tz: tzinfo) -> str:
     return when.strftime("%Y%m%d") if all_day else when.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
+def _text(doc: dict[str, Any], key: str, default: str = "") -> str:
+    """A text field; TypeError (the event is skipped) when it is a number, a list, ..."""
+    value = doc.get(key)
+    if value is None or value == "":
+        return default
+    if not isinstance(value, str):
+        raise TypeError(f"{key} is a {type(value).__name__}, not text")
+    return value
+
+
 def event_record(calendar_id: str, item: dict[str, Any], tz: tzinfo) -> list[Any]:
     """One API event as an EventRecord, or a Cancellation when the event is gone."""
-    series = item.get("recurringEventId")
-    uid = str(series or item["id"])
+    series = _text(item, "recurringEventId")
+    uid = series or _text(item, "id")
+    if not uid:
+        raise KeyError("id")
     original = item.get("originalStartTime")
     recurrence_id = _stamp(original, tz) if series and original else ""
-    if item.get("status") == "cancelled":
+    status = _text(item, "status", "confirmed")
+    if status == "cancelled":
         # A cancelled instance carries only id, recurringEventId and originalStartTime;
         # a cancelled single event or whole series only its id.
         return [Cancellation(calendar_id, uid, recurrence_id if series else None)]
@@ -203,7 +216,7 @@ def event_record(calendar_id: str, item: dict[str, Any], tz: tzinfo) -> list[Any
         end = start + (timedelta(days=1) if all_day else timedelta(0))
     attendees = [a for a in item.get("attendees") or [] if not a.get("resource")]
     me = next((a for a in attendees if a.get("self")), None)
-    event_type = item.get("eventType") or "default"
+    event_type = _text(item, "eventType", "default")
     extra: dict[str, Any] = {}
     if event_type == "workingLocation":
         extra["working_location"] = (item.get("workingLocationProperties") or {}).get("type")
@@ -211,16 +224,16 @@ def event_record(calendar_id: str, item: dict[str, Any], tz: tzinfo) -> list[Any
         EventRecord(
             calendar_id=calendar_id,
             uid=uid,
-            title=item.get("summary") or "",
+            title=_text(item, "summary"),
             start=start,
             end=end,
             recurrence_id=recurrence_id,
             all_day=all_day,
-            status=item.get("status") or "confirmed",
-            transparency=item.get("transparency") or "opaque",
+            status=status,
+            transparency=_text(item, "transparency", "opaque"),
             event_type=event_type,
             attendee_count=len(attendees),
-            self_response=(me or {}).get("responseStatus", ""),
+            self_response=_text(me or {}, "responseStatus"),
             extra=extra,
         )
     ]

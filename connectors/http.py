@@ -174,7 +174,9 @@ def parse_json(body: bytes, what: str) -> Any:
     if not body.strip():
         raise SourceError(f"{what}: answered an empty body; {RETRY_NEXT_SYNC}")
     try:
-        return json.loads(body)
+        # Strictly UTF-8 (RFC 8259), as Google's client reads it: json.loads(bytes) would
+        # also guess UTF-16/32, which no provider sends.
+        return json.loads(body.decode("utf-8"))
     except (ValueError, RecursionError) as err:
         raise unreadable(what, err) from None
 
