@@ -87,13 +87,17 @@ def save_credentials(secrets: Secrets, creds: Any) -> None:
 def http_client(settings: Settings) -> Any:
     """httplib2 with its inflate limits set to the cap every provider's answer has.
 
-    httplib2 reads the whole (compressed) body and then inflates it; past 10 MB it refuses
-    ratios over 100 and anything over the hard limit, so a gzip bomb stops early.
+    httplib2 reads the whole (compressed) body, then inflates it in steps of
+    `decode_limit_chunk` input bytes, each of which may grow about a thousandfold; past
+    10 MB it refuses ratios over 100 and anything over the hard limit, so a gzip bomb
+    stops after a few steps instead of filling the memory.
     """
     import httplib2
 
     return httplib2.Http(
-        timeout=settings.http.timeout_seconds, decode_limit_hard=MAX_RESPONSE_BYTES
+        timeout=settings.http.timeout_seconds,
+        decode_limit_hard=MAX_RESPONSE_BYTES,
+        decode_limit_chunk=8 << 10,
     )
 
 

@@ -79,6 +79,8 @@ ICS = (
     "DTSTAMP:20261101T000000Z\r\nDTSTART:20261118T080000Z\r\nDTEND:20261118T090000Z\r\n"
     "SUMMARY:Gym\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
 )
+# Answers are capped at 32 MB (connectors.http.MAX_RESPONSE_BYTES); a few copies of that.
+API_MEMORY_BOUND = 100 * 2**20
 RAN: Counter[tuple[str, str]] = Counter()
 
 
@@ -258,7 +260,7 @@ def test_bad_answer(case, store, api_settings, monkeypatch, caplog):
     _seed(source, store, Secrets.from_settings(api_settings), ctx)
     cursors, rows = load_cursors(store, source), _snapshot(store, source)
     alive = _alive(store, source)
-    with serving(case, api_settings, monkeypatch) as settings, bounded():
+    with serving(case, api_settings, monkeypatch) as settings, bounded(API_MEMORY_BOUND):
         outcome = run_source(store, settings, source, ctx)
     skipped = [r.getMessage() for r in caplog.records if "skipped as unreadable" in r.getMessage()]
     if case.expect == "error":
