@@ -157,7 +157,7 @@ def unreadable(what: str, err: BaseException) -> SourceError:
     if isinstance(err, UnicodeDecodeError):
         problem = "is not UTF-8 text"
     elif isinstance(err, RecursionError):
-        problem = "is nested too deeply to be an answer"
+        problem = "is nested too deeply to be data (a JSON bomb?)"
     else:  # JSONDecodeError, or an integer of thousands of digits
         problem = f"is not valid JSON (truncated?): {err}".split("\n")[0]
     return SourceError(f"{what}: the answer {problem}; {RETRY_NEXT_SYNC}")

@@ -84,8 +84,13 @@ def iso_z(value: datetime) -> str:
 MALFORMED = (KeyError, TypeError, ValueError, AttributeError, ArithmeticError)
 
 
+_JSON_TYPES = {"dict": "an object", "list": "a list", "str": "a string", "bool": "a boolean"}
+
+
 def _shape(value: Any) -> str:
-    return "null" if value is None else f"a JSON {type(value).__name__}"
+    if value is None:
+        return "null"
+    return "JSON " + _JSON_TYPES.get(type(value).__name__, "a number")
 
 
 def page_items(page: Any, key: str, what: str) -> list[Any]:
@@ -94,6 +99,11 @@ def page_items(page: Any, key: str, what: str) -> list[Any]:
     A missing or null key is an empty page; anything else that is not a list means the
     answer cannot be trusted at all, so nothing of it is stored.
     """
+    if isinstance(page, str):
+        # Google's client hands back the raw text of a body that is not JSON.
+        raise SourceError(
+            f"{what}: the answer is not JSON (truncated or empty?); {RETRY_NEXT_SYNC}"
+        )
     if not isinstance(page, dict):
         raise SourceError(
             f"{what}: answered {_shape(page)} where an object was expected; {RETRY_NEXT_SYNC}"
