@@ -36,6 +36,7 @@ from connectors.live import (
     parse_instant,
     parse_offset,
 )
+from connectors.validate import EARLIEST, FUTURE_SLACK
 
 log = logging.getLogger("rhythm_bridge.whoop")
 
@@ -305,14 +306,23 @@ def workout_records(raw: dict[str, Any]) -> list[ReadingRecord]:
 # --- one pull -------------------------------------------------------------------------
 
 
-def _next_cursor(stream: str, raws: list[dict[str, Any]], old: str | None) -> str | None:
-    """Oldest still-pending record's time, else the newest record's time, else `old`."""
+def _next_cursor(
+    stream: str, raws: list[dict[str, Any]], old: str | None, now: datetime
+) -> str | None:
+    """Oldest still-pending record's time, else the newest record's time, else `old`.
+
+    Times no record can have (1900, 2200) are ignored like the records themselves: a
+    cursor in 2200 would never move again, one in 1900 would re-read a century each pull.
+    """
     times, pending = [], []
+    latest = now + FUTURE_SLACK
     for raw in raws:
         try:
             when = parse_instant(str(raw.get("start") or raw["created_at"]))
         except (KeyError, ValueError, AttributeError):
             continue  # normalize() reports the malformed record
+        if not EARLIEST <= when <= latest:
+            continue
         times.append(when)
         if raw.get("score_state") == "PENDING_SCORE" or (stream == "cycle" and not raw.get("end")):
             pending.append(when)
@@ -350,7 +360,7 @@ def pull(
             else:
                 start = now - timedelta(days=ctx.past_days)
             fetched[stream] = api.collection(path, start, now, progress, stream)
-            result.cursors[(stream, "")] = _next_cursor(stream, fetched[stream], old)
+            result.cursors[(stream, "")] = _next_cursor(stream, fetched[stream], old, now)
     finally:
         result.requests = api.requests
         if client is None:
