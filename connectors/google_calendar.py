@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from bridge.config import Settings
 from bridge.errors import AuthExpired, CursorInvalid, RateLimited, SourceError, Transient
 from bridge.secrets import Secrets, quiet_secret_loggers
-from connectors.base import EventRecord, ReadContext, ReplaceScope
+from connectors.base import EventRecord, ReadContext, ReplaceScope, Skipped
 from connectors.http import (
     MAX_RESPONSE_BYTES,
     RETRY_NEXT_SYNC,
@@ -32,6 +32,7 @@ from connectors.http import (
     with_retries,
 )
 from connectors.live import (
+    MALFORMED,
     Cancellation,
     Cursors,
     Progress,
@@ -201,6 +202,21 @@ def _text(doc: dict[str, Any], key: str, default: str = "") -> str:
     return value
 
 
+def _listed_key(item: Any, tz: tzinfo) -> tuple[str, str | None] | None:
+    """(uid, recurrence_id) of an event that could not be read, as far as it can be told."""
+    if not isinstance(item, dict):
+        return None
+    uid = item.get("recurringEventId") or item.get("id")
+    if not isinstance(uid, str) or not uid:
+        return None
+    if not item.get("recurringEventId"):
+        return uid, ""
+    try:
+        return uid, _stamp(item["originalStartTime"], tz)
+    except MALFORMED:
+        return uid, None
+
+
 def event_record(calendar_id: str, item: dict[str, Any], tz: tzinfo) -> list[Any]:
     """One API event as an EventRecord, or a Cancellation when the event is gone."""
     series = _text(item, "recurringEventId")
@@ -336,12 +352,19 @@ def _sync_calendar(
     if not token:
         params = {"singleEvents": True, "timeMin": iso_z(time_min), "maxResults": PAGE_SIZE}
         items, next_token = list_events(service, calendar_id, params, policy, progress)
-        # A full list is the whole truth from timeMin on: what it lacks is gone.
-        result.records.append(ReplaceScope(calendar_id, time_min, _FAR_FUTURE))
     convert = partial(event_record, calendar_id, tz=ctx.tz)
-    for rec in normalize(SOURCE, calendar_id, items, convert):
-        if isinstance(rec, Cancellation):
-            result.cancellations.append(rec)
-        else:
+    unreadable: set[tuple[str, str | None]] = set()
+    for item in items:
+        for rec in normalize(SOURCE, calendar_id, [item], convert):
+            if isinstance(rec, Cancellation):
+                result.cancellations.append(rec)
+                continue
             result.records.append(rec)
+            if isinstance(rec, Skipped) and (key := _listed_key(item, ctx.tz)):
+                unreadable.add(key)
+    if not token:
+        # A full list is the whole truth from timeMin on: what it lacks is gone. What it
+        # lists but could not be read is not gone, and keeps its stored version.
+        scope = ReplaceScope(calendar_id, time_min, _FAR_FUTURE, frozenset(unreadable))
+        result.records.append(scope)
     result.cursors[(STREAM, calendar_id)] = next_token

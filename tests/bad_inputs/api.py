@@ -411,6 +411,13 @@ GOOGLE_CASES = [
             )
         ),
     ),
+    # The stored event comes back unreadable: skipped, and not taken for deleted either.
+    ApiCase(
+        "google_calendar",
+        "stored-event-now-malformed",
+        "skip",
+        _google(google_page(google_event(summary=["Planning"]), google_event("good2"))),
+    ),
     ApiCase(
         "google_calendar",
         "null-everywhere",
