@@ -104,8 +104,8 @@ def run_live(
     since: datetime | None = None,
     progress: Progress = no_progress,
     **connector_options: Any,
-) -> tuple[int, int]:
-    """Pull one live source now and store what it returned; (records, new)."""
+) -> tuple[int, int, int]:
+    """Pull one live source now and store what it returned; (records, new, skipped)."""
     module = import_module(LIVE_SOURCES[source])
     secrets = Secrets.from_settings(settings)
     result = module.pull(
@@ -119,9 +119,9 @@ def run_live(
     )
     progress("saving", len(result.records))
     summary = commit(store, source, result, ctx.now)
-    if summary.skipped:
+    count = sum(summary.skipped.values())
+    if count:
         # Counted like an import's skips: the pull succeeded, but not every record was usable.
-        count = sum(summary.skipped.values())
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(summary.skipped.items()))
         log.warning(
             "%s: %d record%s skipped as unreadable or implausible (%s); the rest was stored",
@@ -134,4 +134,4 @@ def run_live(
         raise SourceError(
             f"{source}: stored {summary.records} records, but: " + "; ".join(result.errors)
         )
-    return summary.records + summary.cancelled, summary.new + summary.cancelled
+    return summary.records + summary.cancelled, summary.new + summary.cancelled, count

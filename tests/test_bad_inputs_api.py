@@ -277,9 +277,10 @@ def test_bad_answer(case, store, api_settings, monkeypatch, caplog):
         assert outcome.records >= 1, "the good records must be kept"
         assert alive <= _alive(store, source), "a stored record was lost or cancelled"
         if case.expect == "skip":
+            assert outcome.skipped >= 1 and "skipped as unreadable" in outcome.line()
             assert len(skipped) == 1 and skipped[0].startswith(f"{source}: "), skipped
         else:
-            assert not skipped, skipped
+            assert outcome.skipped == 0 and not skipped, skipped
     _assert_plausible(store, source)
     for cursor in load_cursors(store, source).values():
         if cursor and cursor[:1].isdigit():  # WHOOP's instants, Garmin's days; not sync tokens
