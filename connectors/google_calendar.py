@@ -355,7 +355,7 @@ def _sync_calendar(
     convert = partial(event_record, calendar_id, tz=ctx.tz)
     unreadable: set[tuple[str, str | None]] = set()
     for item in items:
-        for rec in normalize(SOURCE, calendar_id, [item], convert):
+        for rec in normalize(SOURCE, "event", [item], convert):
             if isinstance(rec, Cancellation):
                 result.cancellations.append(rec)
                 continue
