@@ -116,9 +116,16 @@ def _whoop_nulls() -> dict[str, Any]:
     return {key: None for key in record_example(CYCLE)}
 
 
-def _whoop_other(**changes: Any) -> dict[str, Any]:
-    # A recovery of a sleep outside the window is dated at its creation: distinct instants.
-    return _whoop(RECOVERY, sleep_id="00000000-0000-0000-0000-000000000000", **changes)
+def _recoveries_with_hrv(hrv: Any) -> Answer:
+    """The good recovery, and one of a sleep outside the window (so dated at its creation,
+    another instant) with this RMSSD."""
+    other = _whoop(
+        RECOVERY,
+        {"hrv_rmssd_milli": hrv},
+        sleep_id="00000000-0000-0000-0000-000000000000",
+        created_at="2022-04-25T11:25:44.774Z",
+    )
+    return _json(whoop_page(RECOVERY, record_example(RECOVERY), other))
 
 
 WHOOP_CASES = [
@@ -132,17 +139,7 @@ WHOOP_CASES = [
         "whoop",
         "score-a-string",
         "skip",
-        lambda: {
-            RECOVERY: _json(
-                whoop_page(
-                    RECOVERY,
-                    record_example(RECOVERY),
-                    _whoop_other(
-                        created_at="2022-04-25T11:25:44.774Z", score={"hrv_rmssd_milli": "x"}
-                    ),
-                )
-            )
-        },
+        lambda: {RECOVERY: _recoveries_with_hrv("x")},
     ),
     ApiCase(
         "whoop",
@@ -177,15 +174,7 @@ WHOOP_CASES = [
         "out-of-range",
         "skip",
         lambda: {
-            RECOVERY: _json(
-                whoop_page(
-                    RECOVERY,
-                    record_example(RECOVERY),
-                    _whoop_other(
-                        created_at="2022-04-25T11:25:44.774Z", score={"hrv_rmssd_milli": -5}
-                    ),
-                )
-            ),
+            RECOVERY: _recoveries_with_hrv(-5),
             SLEEP: _json(
                 whoop_page(
                     SLEEP,
