@@ -132,7 +132,7 @@ def _live(source: str) -> Callable[..., tuple[int, int, int]]:
 
 # source name -> how one scheduled pull of it runs: fn(settings, store, ctx, *, since=None,
 # progress=...) -> (records, new) or (records, new, skipped). Later connectors register here.
-SCHEDULED: dict[str, Callable[..., tuple[int, int]]] = {
+SCHEDULED: dict[str, Callable[..., tuple[int, ...]]] = {
     "apple_health": _apple_health,
     "ics": _ics,
     "google_calendar": _live("google_calendar"),

@@ -72,7 +72,15 @@ def _token_from_body(resp: httpx.Response) -> str:
             if isinstance(doc.get(key), str):
                 return doc[key]
         raise SourceError("garmin token endpoint answered JSON without a token")
-    return text.strip('"')
+    token = text.strip('"')
+    # A bearer token is one short line of printable characters; a captive portal's or a
+    # proxy's HTML page is not, and must not be stored and sent as one.
+    if len(token) > 8192 or not token.isprintable() or " " in token:
+        raise SourceError(
+            "garmin token endpoint answered something that is not a token; nothing was "
+            "stored; the next sync tries again"
+        )
+    return token
 
 
 class GarminTokens:

@@ -127,8 +127,10 @@ class RateWindow:
 def read_body(resp: httpx.Response, what: str, limit: int = MAX_RESPONSE_BYTES) -> bytes:
     """A streamed response's body, inflated in bounded steps; SourceError beyond `limit`."""
     encoding = resp.headers.get("content-encoding", "identity").strip().lower()
-    if encoding not in ("identity", "", "gzip", "deflate"):
-        raise SourceError(f"{what}: answered in an unsupported encoding {encoding!r}")
+    if encoding not in ("identity", "", "gzip", "x-gzip", "deflate"):
+        raise SourceError(
+            f"{what}: answered in an unsupported encoding {encoding!r}; {RETRY_NEXT_SYNC}"
+        )
     # wbits 47 reads a gzip or a zlib header, which is what "deflate" means in practice.
     inflater = None if encoding in ("identity", "") else zlib.decompressobj(47)
     body = bytearray()

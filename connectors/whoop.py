@@ -98,9 +98,12 @@ class WhoopTokens:
         if resp.status_code in (400, 401, 403):
             # invalid_grant: the refresh token was revoked, expired or already spent.
             try:
-                err = resp.json().get("error", "")
-            except ValueError:
-                err = ""
+                doc = parse_json(resp.content, "whoop token endpoint")
+            except SourceError:
+                doc = None
+            err = doc.get("error") if isinstance(doc, dict) else None
+            # Only a short OAuth error code belongs in the one-line message.
+            err = err if isinstance(err, str) and err.isprintable() and len(err) < 64 else ""
             raise AuthExpired(SOURCE, f"token endpoint said {resp.status_code} {err}".strip())
         if resp.status_code != 200:
             raise SourceError(f"whoop token endpoint answered {resp.status_code}")
