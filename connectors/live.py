@@ -6,7 +6,6 @@ and the new cursors in one transaction, so a cursor never runs ahead of its data
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
@@ -18,8 +17,6 @@ from connectors.http import RETRY_NEXT_SYNC
 
 # The stages laid out from sleep start, in this order, when a source gives only totals.
 STAGE_ORDER = ("deep", "core", "rem", "awake")
-
-log = logging.getLogger("rhythm_bridge.sync")
 
 # progress(stage, items so far); the CLI draws it, the daemon ignores it.
 Progress = Callable[[str, int], None]
