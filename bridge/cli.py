@@ -178,10 +178,7 @@ def run(
 
         report = run_cycle(_settings(), _store())
         for outcome in report.synced:
-            typer.echo(
-                f"{outcome.source}: {outcome.status}, {outcome.records} records, {outcome.new} new"
-                + (f" ({outcome.error})" if outcome.error else "")
-            )
+            typer.echo(outcome.line())
         rec = report.recommendation or {}
         typer.echo(
             f"cycle done in {report.seconds:.1f}s: {report.classified} events classified, "
@@ -264,10 +261,7 @@ def sync(
 
             outcome = run_source(store, settings, name, ctx, since=first, progress=step)
         failed |= outcome.error is not None
-        typer.echo(
-            f"{name}: {outcome.status}, {outcome.records} records, {outcome.new} new"
-            + (f" ({outcome.error})" if outcome.error else "")
-        )
+        typer.echo(outcome.line())
     if failed:
         raise typer.Exit(1)
 

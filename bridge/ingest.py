@@ -354,8 +354,12 @@ def cancel_missing(
         table.c.start_utc < scope.end,
         table.c.status != "cancelled",
     )
+    seen = seen | {(uid, rid) for uid, rid in scope.keep if rid is not None}
     if seen:
         cond = and_(cond, not_(tuple_(table.c.uid, table.c.recurrence_id).in_(list(seen))))
+    every_instance = [uid for uid, rid in scope.keep if rid is None]
+    if every_instance:
+        cond = and_(cond, table.c.uid.not_in(every_instance))
     result = session.connection().execute(
         update(table)
         .where(cond)

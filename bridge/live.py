@@ -7,6 +7,7 @@ or the new cursors with the new data, never a cursor ahead of its records.
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from importlib import import_module
 from typing import Any
@@ -22,6 +23,8 @@ from bridge.store import Store, upsert
 from bridge.store.models import CalendarEvent, SyncState
 from connectors.base import ReadContext
 from connectors.live import Cancellation, Cursors, Progress, PullResult, no_progress
+
+log = logging.getLogger("rhythm_bridge.sync")
 
 # config section name -> connector module
 LIVE_SOURCES = {
@@ -83,7 +86,7 @@ def cancel(session: Session, source: str, item: Cancellation, now: datetime) -> 
 
 def commit(store: Store, source: str, result: PullResult, now: datetime) -> ImportSummary:
     """Write records, cancellations and cursors of one pull in one transaction."""
-    summary = ImportSummary(kind=source, path="api")
+    summary = ImportSummary(kind=source, path=f"{source} API")
     with store.transaction() as session:
         write_records(session, source, result.records, summary, now=now)
         for item in result.cancellations:
@@ -101,8 +104,8 @@ def run_live(
     since: datetime | None = None,
     progress: Progress = no_progress,
     **connector_options: Any,
-) -> tuple[int, int]:
-    """Pull one live source now and store what it returned; (records, new)."""
+) -> tuple[int, int, int]:
+    """Pull one live source now and store what it returned; (records, new, skipped)."""
     module = import_module(LIVE_SOURCES[source])
     secrets = Secrets.from_settings(settings)
     result = module.pull(
@@ -116,8 +119,19 @@ def run_live(
     )
     progress("saving", len(result.records))
     summary = commit(store, source, result, ctx.now)
+    count = sum(summary.skipped.values())
+    if count:
+        # Counted like an import's skips: the pull succeeded, but not every record was usable.
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(summary.skipped.items()))
+        log.warning(
+            "%s: %d record%s skipped as unreadable or implausible (%s); the rest was stored",
+            source,
+            count,
+            "" if count == 1 else "s",
+            kinds,
+        )
     if result.errors:
         raise SourceError(
             f"{source}: stored {summary.records} records, but: " + "; ".join(result.errors)
         )
-    return summary.records + summary.cancelled, summary.new + summary.cancelled
+    return summary.records + summary.cancelled, summary.new + summary.cancelled, count

@@ -37,6 +37,15 @@ class SyncOutcome:
     error: str | None = None
     seconds: float = 0.0
     retry_after: float | None = None
+    skipped: int = 0  # records left out as unreadable or implausible
+
+    def line(self) -> str:
+        """The one-line report of this sync, as the CLI prints it."""
+        skipped = f", {self.skipped} skipped as unreadable or implausible" if self.skipped else ""
+        error = f" ({self.error})" if self.error else ""
+        return (
+            f"{self.source}: {self.status}, {self.records} records, {self.new} new{skipped}{error}"
+        )
 
 
 def _scan(folder: str, patterns: tuple[str, ...]) -> list[Path]:
@@ -91,7 +100,7 @@ def _ics(settings: Settings, store: Store, ctx: ReadContext, **_: Any) -> tuple[
     return records + feeds[0], new + feeds[1]
 
 
-def _garmin(settings: Settings, store: Store, ctx: ReadContext, **options: Any) -> tuple[int, int]:
+def _garmin(settings: Settings, store: Store, ctx: ReadContext, **options: Any) -> tuple[int, ...]:
     """Garmin files from export_dir, and the Personal API when its key is stored.
 
     With neither a folder nor a key, the API pull runs anyway so the person is told to
@@ -105,13 +114,15 @@ def _garmin(settings: Settings, store: Store, ctx: ReadContext, **options: Any) 
     if folder:
         records, new = _garmin_files(settings, store, ctx)
     if not folder or Secrets.from_settings(settings).get(KEY_SECRET):
-        api = _live("garmin")(settings, store, ctx, **options)
-        records, new = records + api[0], new + api[1]
+        api_records, api_new, skipped = _live("garmin")(settings, store, ctx, **options)
+        return records + api_records, new + api_new, skipped
     return records, new
 
 
-def _live(source: str) -> Callable[..., tuple[int, int]]:
-    def run(settings: Settings, store: Store, ctx: ReadContext, **options: Any) -> tuple[int, int]:
+def _live(source: str) -> Callable[..., tuple[int, int, int]]:
+    def run(
+        settings: Settings, store: Store, ctx: ReadContext, **options: Any
+    ) -> tuple[int, int, int]:
         from bridge.live import run_live
 
         return run_live(source, settings, store, ctx, **options)
@@ -120,8 +131,8 @@ def _live(source: str) -> Callable[..., tuple[int, int]]:
 
 
 # source name -> how one scheduled pull of it runs: fn(settings, store, ctx, *, since=None,
-# progress=...) -> (records, new). Later connectors register here.
-SCHEDULED: dict[str, Callable[..., tuple[int, int]]] = {
+# progress=...) -> (records, new) or (records, new, skipped). Later connectors register here.
+SCHEDULED: dict[str, Callable[..., tuple[int, ...]]] = {
     "apple_health": _apple_health,
     "ics": _ics,
     "google_calendar": _live("google_calendar"),
@@ -208,8 +219,10 @@ def run_source(
     """Pull one source now; any failure is recorded, logged, and returned, never raised."""
     started = time.perf_counter()
     try:
-        records, new = SCHEDULED[source](settings, store, ctx, since=since, progress=progress)
-        outcome = SyncOutcome(source, "ok", records, new)
+        records, new, *skipped = SCHEDULED[source](
+            settings, store, ctx, since=since, progress=progress
+        )
+        outcome = SyncOutcome(source, "ok", records, new, skipped=sum(skipped))
     except RateLimited as err:
         outcome = SyncOutcome(source, err.status, error=str(err), retry_after=err.retry_after)
     except SourceError as err:
@@ -219,11 +232,12 @@ def run_source(
     outcome.seconds = time.perf_counter() - started
     record_outcome(store, outcome, ctx.now)
     log.info(
-        "sync source=%s status=%s records=%d new=%d seconds=%.2f%s",
+        "sync source=%s status=%s records=%d new=%d skipped=%d seconds=%.2f%s",
         source,
         outcome.status,
         outcome.records,
         outcome.new,
+        outcome.skipped,
         outcome.seconds,
         f" error={outcome.error!r}" if outcome.error else "",
     )

@@ -124,12 +124,15 @@ class ReplaceScope:
     """The reader's data is the whole truth for this calendar in [start, end).
 
     Stored events of that calendar in the window that the reader did not yield are marked
-    cancelled (an .ics file or feed has no deletion records; absence is deletion).
+    cancelled (an .ics file or feed has no deletion records; absence is deletion). `keep`
+    names events the source did list but that could not be read (skipped): they are not
+    gone. Each is (uid, recurrence_id), recurrence_id None meaning every instance of uid.
     """
 
     calendar_id: str
     start: datetime
     end: datetime
+    keep: frozenset[tuple[str, str | None]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

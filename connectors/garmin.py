@@ -24,8 +24,16 @@ from bridge.config import Settings
 from bridge.errors import AuthExpired, RateLimited, SourceError
 from bridge.secrets import Secrets
 from connectors.base import ReadContext, ReadingRecord
-from connectors.http import RateWindow, RetryPolicy, request
-from connectors.live import Cursors, Progress, PullResult, no_progress, normalize, packed_sleep
+from connectors.http import RateWindow, RetryPolicy, parse_json, request
+from connectors.live import (
+    Cursors,
+    Progress,
+    PullResult,
+    no_progress,
+    normalize,
+    packed_sleep,
+    page_items,
+)
 
 log = logging.getLogger("rhythm_bridge.garmin")
 
@@ -64,7 +72,15 @@ def _token_from_body(resp: httpx.Response) -> str:
             if isinstance(doc.get(key), str):
                 return doc[key]
         raise SourceError("garmin token endpoint answered JSON without a token")
-    return text.strip('"')
+    token = text.strip('"')
+    # A bearer token is one short line of printable characters; a captive portal's or a
+    # proxy's HTML page is not, and must not be stored and sent as one.
+    if len(token) > 8192 or not token.isprintable() or " " in token:
+        raise SourceError(
+            "garmin token endpoint answered something that is not a token; nothing was "
+            "stored; the next sync tries again"
+        )
+    return token
 
 
 class GarminTokens:
@@ -158,7 +174,8 @@ class GarminAPI:
             return None  # no data that day
         if resp.status_code != 200:
             raise SourceError(f"garmin {path} answered {resp.status_code}")
-        return resp.json() if resp.content else None
+        # An empty body is how some endpoints say "no data that day".
+        return parse_json(resp.content, f"garmin {path}") if resp.content.strip() else None
 
 
 # --- normalizing ------------------------------------------------------------------------
@@ -271,14 +288,14 @@ def heart_rate_records(doc: dict[str, Any]) -> list[ReadingRecord]:
     return out
 
 
-def _summaries(doc: Any) -> list[dict[str, Any]]:
+def _summaries(doc: Any, what: str) -> list[Any]:
     """The daily summaries endpoint answers {"data": [...]}, a list, or one day's object."""
-    if isinstance(doc, list):
-        return doc
-    if isinstance(doc, dict):
-        data = doc.get("data", doc.get("dailySummaries"))
-        return data if isinstance(data, list) else [doc]
-    return []
+    if doc is None or isinstance(doc, list):
+        return doc or []
+    for key in ("data", "dailySummaries"):
+        if isinstance(doc, dict) and key in doc:
+            return page_items(doc, key, what)
+    return [doc] if isinstance(doc, dict) else page_items(doc, "data", what)
 
 
 # --- one pull ---------------------------------------------------------------------------
@@ -320,17 +337,12 @@ def pull(
     rates: list[dict[str, Any]] = []
     try:
         for lo, hi in ranges(first, today, cfg.max_range_days):
-            doc = api.get(f"/hrv-service/hrv/daily/{lo}/{hi}") or {}
-            hrv.extend(doc.get("hrvSummaries") or [])
+            path = f"/hrv-service/hrv/daily/{lo}/{hi}"
+            hrv.extend(page_items(api.get(path) or {}, "hrvSummaries", f"garmin {path}"))
             progress("hrv", len(hrv))
-            days.extend(
-                _summaries(
-                    api.get(
-                        "/usersummary-service/v2/dailysummaries",
-                        {"startDate": str(lo), "endDate": str(hi)},
-                    )
-                )
-            )
+            path = "/usersummary-service/v2/dailysummaries"
+            doc = api.get(path, {"startDate": str(lo), "endDate": str(hi)})
+            days.extend(_summaries(doc, f"garmin {path}"))
             progress("daily summaries", len(days))
         for lo, _ in ranges(first, today, 1):
             doc = api.get("/sleep-service/sleep/dailySleep", {"date": str(lo)})

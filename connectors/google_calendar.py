@@ -20,9 +20,19 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from bridge.config import Settings
 from bridge.errors import AuthExpired, CursorInvalid, RateLimited, SourceError, Transient
 from bridge.secrets import Secrets, quiet_secret_loggers
-from connectors.base import EventRecord, ReadContext, ReplaceScope
-from connectors.http import RetryableError, RetryPolicy, retry_after_seconds, with_retries
+from connectors.base import EventRecord, ReadContext, ReplaceScope, Skipped
+from connectors.http import (
+    MAX_RESPONSE_BYTES,
+    RETRY_NEXT_SYNC,
+    RetryableError,
+    RetryPolicy,
+    retry_after_seconds,
+    too_big,
+    unreadable,
+    with_retries,
+)
 from connectors.live import (
+    MALFORMED,
     Cancellation,
     Cursors,
     Progress,
@@ -30,6 +40,7 @@ from connectors.live import (
     iso_z,
     no_progress,
     normalize,
+    page_items,
     parse_instant,
 )
 
@@ -74,6 +85,23 @@ def save_credentials(secrets: Secrets, creds: Any) -> None:
     secrets.set_json(TOKEN_SECRET, json.loads(creds.to_json()))
 
 
+def http_client(settings: Settings) -> Any:
+    """httplib2 with its inflate limits set to the cap every provider's answer has.
+
+    httplib2 reads the whole (compressed) body, then inflates it in steps of
+    `decode_limit_chunk` input bytes, each of which may grow about a thousandfold; past
+    10 MB it refuses ratios over 100 and anything over the hard limit, so a gzip bomb
+    stops after a few steps instead of filling the memory.
+    """
+    import httplib2
+
+    return httplib2.Http(
+        timeout=settings.http.timeout_seconds,
+        decode_limit_hard=MAX_RESPONSE_BYTES,
+        decode_limit_chunk=8 << 10,
+    )
+
+
 def build_service(settings: Settings, http: Any) -> Any:
     """The calendar v3 client from the discovery document bundled in the wheel (no network)."""
     from googleapiclient.discovery import build
@@ -93,10 +121,17 @@ def _execute(request: Any, policy: RetryPolicy, what: str) -> dict[str, Any]:
     import httplib2
     from google.auth.exceptions import RefreshError, TransportError
     from googleapiclient.errors import HttpError
+    from httplib2.decode import DecodeLimitError, DecodeRatioError
 
     def once() -> dict[str, Any]:
         try:
             return request.execute()
+        except (DecodeLimitError, DecodeRatioError):
+            # httplib2 stopped inflating a body past its limits (see `http_client`).
+            raise too_big(what) from None
+        except (ValueError, RecursionError) as err:
+            # The client decodes the body as UTF-8 JSON; a truncated one comes back as text.
+            raise unreadable(what, err) from None
         except HttpError as err:
             status = int(err.resp.status)
             reason = getattr(err, "reason", "") or ""
@@ -157,13 +192,41 @@ def _stamp(value: dict[str, Any], tz: tzinfo) -> str:
     return when.strftime("%Y%m%d") if all_day else when.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
+def _text(doc: dict[str, Any], key: str, default: str = "") -> str:
+    """A text field; TypeError (the event is skipped) when it is a number, a list, ..."""
+    value = doc.get(key)
+    if value is None or value == "":
+        return default
+    if not isinstance(value, str):
+        raise TypeError(f"{key} is a {type(value).__name__}, not text")
+    return value
+
+
+def _listed_key(item: Any, tz: tzinfo) -> tuple[str, str | None] | None:
+    """(uid, recurrence_id) of an event that could not be read, as far as it can be told."""
+    if not isinstance(item, dict):
+        return None
+    uid = item.get("recurringEventId") or item.get("id")
+    if not isinstance(uid, str) or not uid:
+        return None
+    if not item.get("recurringEventId"):
+        return uid, ""
+    try:
+        return uid, _stamp(item["originalStartTime"], tz)
+    except MALFORMED:
+        return uid, None
+
+
 def event_record(calendar_id: str, item: dict[str, Any], tz: tzinfo) -> list[Any]:
     """One API event as an EventRecord, or a Cancellation when the event is gone."""
-    series = item.get("recurringEventId")
-    uid = str(series or item["id"])
+    series = _text(item, "recurringEventId")
+    uid = series or _text(item, "id")
+    if not uid:
+        raise KeyError("id")
     original = item.get("originalStartTime")
     recurrence_id = _stamp(original, tz) if series and original else ""
-    if item.get("status") == "cancelled":
+    status = _text(item, "status", "confirmed")
+    if status == "cancelled":
         # A cancelled instance carries only id, recurringEventId and originalStartTime;
         # a cancelled single event or whole series only its id.
         return [Cancellation(calendar_id, uid, recurrence_id if series else None)]
@@ -173,7 +236,7 @@ def event_record(calendar_id: str, item: dict[str, Any], tz: tzinfo) -> list[Any
         end = start + (timedelta(days=1) if all_day else timedelta(0))
     attendees = [a for a in item.get("attendees") or [] if not a.get("resource")]
     me = next((a for a in attendees if a.get("self")), None)
-    event_type = item.get("eventType") or "default"
+    event_type = _text(item, "eventType", "default")
     extra: dict[str, Any] = {}
     if event_type == "workingLocation":
         extra["working_location"] = (item.get("workingLocationProperties") or {}).get("type")
@@ -181,16 +244,16 @@ def event_record(calendar_id: str, item: dict[str, Any], tz: tzinfo) -> list[Any
         EventRecord(
             calendar_id=calendar_id,
             uid=uid,
-            title=item.get("summary") or "",
+            title=_text(item, "summary"),
             start=start,
             end=end,
             recurrence_id=recurrence_id,
             all_day=all_day,
-            status=item.get("status") or "confirmed",
-            transparency=item.get("transparency") or "opaque",
+            status=status,
+            transparency=_text(item, "transparency", "opaque"),
             event_type=event_type,
             attendee_count=len(attendees),
-            self_response=(me or {}).get("responseStatus", ""),
+            self_response=_text(me or {}, "responseStatus"),
             extra=extra,
         )
     ]
@@ -213,10 +276,14 @@ def list_events(
     what = f"google calendar {calendar_id}"
     while request is not None:
         page = _execute(request, policy, what)
-        items.extend(page.get("items") or [])
+        items.extend(page_items(page, "items", what))
         progress(calendar_id, len(items))
         sync_token = page.get("nextSyncToken")
         request = events.list_next(request, page)
+    if not isinstance(sync_token, str) or not sync_token:
+        # The last page always carries one. Without it the list may be cut short, and a
+        # full list is taken as the whole truth: what it lacks would be marked cancelled.
+        raise SourceError(f"{what}: the last page has no nextSyncToken; {RETRY_NEXT_SYNC}")
     return items, sync_token
 
 
@@ -231,14 +298,13 @@ def pull(
     http: Any = None,
 ) -> PullResult:
     """Sync every configured calendar (incrementally when it has a sync token)."""
-    import httplib2
     from google_auth_httplib2 import AuthorizedHttp
 
     cfg = settings.sources.google_calendar
     policy = RetryPolicy.from_settings(settings)
     creds = load_credentials(settings, secrets)
     token_before = creds.token
-    base = http if http is not None else httplib2.Http(timeout=settings.http.timeout_seconds)
+    base = http if http is not None else http_client(settings)
     service = build_service(settings, AuthorizedHttp(creds, http=base))
     time_min = since or (ctx.now - timedelta(days=ctx.past_days))
     result = PullResult()
@@ -286,12 +352,19 @@ def _sync_calendar(
     if not token:
         params = {"singleEvents": True, "timeMin": iso_z(time_min), "maxResults": PAGE_SIZE}
         items, next_token = list_events(service, calendar_id, params, policy, progress)
-        # A full list is the whole truth from timeMin on: what it lacks is gone.
-        result.records.append(ReplaceScope(calendar_id, time_min, _FAR_FUTURE))
     convert = partial(event_record, calendar_id, tz=ctx.tz)
-    for rec in normalize(SOURCE, calendar_id, items, convert):
-        if isinstance(rec, Cancellation):
-            result.cancellations.append(rec)
-        else:
+    unreadable: set[tuple[str, str | None]] = set()
+    for item in items:
+        for rec in normalize(SOURCE, "event", [item], convert):
+            if isinstance(rec, Cancellation):
+                result.cancellations.append(rec)
+                continue
             result.records.append(rec)
+            if isinstance(rec, Skipped) and (key := _listed_key(item, ctx.tz)):
+                unreadable.add(key)
+    if not token:
+        # A full list is the whole truth from timeMin on: what it lacks is gone. What it
+        # lists but could not be read is not gone, and keeps its stored version.
+        scope = ReplaceScope(calendar_id, time_min, _FAR_FUTURE, frozenset(unreadable))
+        result.records.append(scope)
     result.cursors[(STREAM, calendar_id)] = next_token

@@ -3,13 +3,19 @@
 Network errors and 5xx answers are retried; a 429 is waited out when the provider asks for
 a short pause and otherwise becomes `RateLimited(retry_after)`; every other answer goes
 back to the caller, which knows what a 401 or a 410 means for its API.
+
+Every body is read here with a size cap and a bounded inflate, and every JSON body parsed
+here, so a truncated, mis-encoded, absurdly nested or decompression-bomb answer becomes
+one clear `SourceError` instead of an exception that no caller expects.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +24,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from bridge.errors import RateLimited, Transient
+from bridge.errors import RateLimited, SourceError, Transient
 
 log = logging.getLogger("rhythm_bridge.http")
 
@@ -26,6 +32,15 @@ T = TypeVar("T")
 
 # Patched by tests; everything that waits goes through here.
 sleep: Callable[[float], None] = time.sleep
+
+# The largest body (after decompression) any provider's page may have: a WHOOP page is
+# tens of KB, a Google page of 2500 events a few MB. Beyond this it is not an answer.
+MAX_RESPONSE_BYTES = 32 << 20
+_INFLATE_STEP = 1 << 20
+# Bodies are inflated here, within the cap, so only what this module can decode is asked for.
+ACCEPT_ENCODING = "gzip, deflate"
+_HOP_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
+RETRY_NEXT_SYNC = "nothing was stored; the next sync tries again"
 
 
 @dataclass(frozen=True)
@@ -109,6 +124,65 @@ class RateWindow:
         self.sent.append(time.monotonic())
 
 
+def read_body(resp: httpx.Response, what: str, limit: int = MAX_RESPONSE_BYTES) -> bytes:
+    """A streamed response's body, inflated in bounded steps; SourceError beyond `limit`."""
+    encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("identity", "", "gzip", "x-gzip", "deflate"):
+        raise SourceError(
+            f"{what}: answered in an unsupported encoding {encoding!r}; {RETRY_NEXT_SYNC}"
+        )
+    # wbits 47 reads a gzip or a zlib header, which is what "deflate" means in practice.
+    inflater = None if encoding in ("identity", "") else zlib.decompressobj(47)
+    body = bytearray()
+    try:
+        for chunk in resp.iter_raw():
+            while chunk:
+                if inflater is None:
+                    body += chunk
+                    chunk = b""
+                else:
+                    body += inflater.decompress(chunk, _INFLATE_STEP)
+                    chunk = inflater.unconsumed_tail
+                if len(body) > limit:
+                    raise too_big(what, limit)
+        if inflater is not None:
+            body += inflater.flush()
+    except zlib.error:
+        raise SourceError(f"{what}: answer is not valid {encoding}; {RETRY_NEXT_SYNC}") from None
+    if len(body) > limit:
+        raise too_big(what, limit)
+    return bytes(body)
+
+
+def unreadable(what: str, err: BaseException) -> SourceError:
+    """The one-line error for a body that does not decode as JSON text."""
+    if isinstance(err, UnicodeDecodeError):
+        problem = "is not UTF-8 text"
+    elif isinstance(err, RecursionError):
+        problem = "is nested too deeply to be data (a JSON bomb?)"
+    else:  # JSONDecodeError, or an integer of thousands of digits
+        problem = f"is not valid JSON (truncated?): {err}".split("\n")[0]
+    return SourceError(f"{what}: the answer {problem}; {RETRY_NEXT_SYNC}")
+
+
+def too_big(what: str, limit: int = MAX_RESPONSE_BYTES) -> SourceError:
+    return SourceError(
+        f"{what}: answer larger than {limit >> 20} MB (decompressed); {RETRY_NEXT_SYNC}"
+    )
+
+
+def parse_json(body: bytes, what: str) -> Any:
+    """A JSON body; SourceError naming the problem when it is empty, truncated or garbled."""
+    if not body.strip():
+        raise SourceError(f"{what}: answered an empty body; {RETRY_NEXT_SYNC}")
+    try:
+        # Strictly UTF-8 (RFC 8259), as Google's client reads it: json.loads(bytes) would
+        # also guess UTF-16/32, which no provider sends.
+        return json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError) as err:
+        raise unreadable(what, err) from None
+
+
 def request(
     client: httpx.Client,
     method: str,
@@ -119,17 +193,26 @@ def request(
     window: RateWindow | None = None,
     **kwargs: Any,
 ) -> httpx.Response:
-    """Send one request with the shared retry policy; 4xx other than 429 are returned."""
+    """Send one request with the shared retry policy; 4xx other than 429 are returned.
+
+    The answer comes back fully read (within MAX_RESPONSE_BYTES) and already inflated.
+    """
     rate_waits = 0
+    kwargs["headers"] = {"Accept-Encoding": ACCEPT_ENCODING, **(kwargs.get("headers") or {})}
 
     def once() -> httpx.Response:
         nonlocal rate_waits
         if window is not None:
             window.wait()
         try:
-            resp = client.request(method, url, **kwargs)
+            with client.stream(method, url, **kwargs) as streamed:
+                body = read_body(streamed, what)
         except httpx.TransportError as err:
             raise RetryableError(f"network error: {type(err).__name__}") from None
+        headers = [(k, v) for k, v in streamed.headers.multi_items() if k not in _HOP_HEADERS]
+        resp = httpx.Response(
+            streamed.status_code, headers=headers, content=body, request=streamed.request
+        )
         if resp.status_code == 429:
             wait = retry_after_seconds(resp.headers)
             if wait <= policy.max_inline_wait and rate_waits < 2:

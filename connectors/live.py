@@ -6,18 +6,17 @@ and the new cursors in one transaction, so a cursor never runs ahead of its data
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from connectors.base import EventRecord, ReadingRecord, ReplaceScope
+from bridge.errors import SourceError
+from connectors.base import EventRecord, ReadingRecord, ReplaceScope, Skipped
+from connectors.http import RETRY_NEXT_SYNC
 
 # The stages laid out from sleep start, in this order, when a source gives only totals.
 STAGE_ORDER = ("deep", "core", "rem", "awake")
-
-log = logging.getLogger("rhythm_bridge.sync")
 
 # progress(stage, items so far); the CLI draws it, the daemon ignores it.
 Progress = Callable[[str, int], None]
@@ -37,7 +36,10 @@ class Cancellation:
 
 @dataclass
 class PullResult:
-    records: list[ReadingRecord | EventRecord | ReplaceScope] = field(default_factory=list)
+    # Skipped: a malformed record, counted and warned about by the writer like in imports.
+    records: list[ReadingRecord | EventRecord | ReplaceScope | Skipped] = field(
+        default_factory=list
+    )
     cancellations: list[Cancellation] = field(default_factory=list)
     cursors: Cursors = field(default_factory=dict)
     requests: int = 0
@@ -74,16 +76,57 @@ def iso_z(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+# What converting a malformed record raises; ArithmeticError: a timestamp like 1e300
+# overflows datetime arithmetic.
+MALFORMED = (KeyError, TypeError, ValueError, AttributeError, ArithmeticError)
+
+
+_JSON_TYPES = {"dict": "an object", "list": "a list", "str": "a string", "bool": "a boolean"}
+
+
+def _shape(value: Any) -> str:
+    if value is None:
+        return "null"
+    return "JSON " + _JSON_TYPES.get(type(value).__name__, "a number")
+
+
+def page_items(page: Any, key: str, what: str) -> list[Any]:
+    """The list under `key` of an API page; SourceError when the page has another shape.
+
+    A missing or null key is an empty page; anything else that is not a list means the
+    answer cannot be trusted at all, so nothing of it is stored.
+    """
+    if isinstance(page, str):
+        # Google's client hands back the raw text of a body that is not JSON.
+        raise SourceError(
+            f"{what}: the answer is not JSON (truncated or empty?); {RETRY_NEXT_SYNC}"
+        )
+    if not isinstance(page, dict):
+        raise SourceError(
+            f"{what}: answered {_shape(page)} where an object was expected; {RETRY_NEXT_SYNC}"
+        )
+    items = page.get(key)
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise SourceError(f"{what}: {key!r} is {_shape(items)}, not a list; {RETRY_NEXT_SYNC}")
+    return items
+
+
 def normalize(
     source: str, stream: str, raws: list[Any], convert: Callable[[Any], list[Any]]
 ) -> list[Any]:
-    """Convert each raw record; one malformed record is logged and skipped, not fatal."""
+    """Convert each raw record; a malformed one becomes a `Skipped` (counted, warned), not fatal."""
     out: list[Any] = []
     for raw in raws:
+        if not isinstance(raw, dict):
+            out.append(Skipped(stream, f"a {source} {stream} record is {_shape(raw)}"))
+            continue
         try:
             out.extend(convert(raw))
-        except (KeyError, TypeError, ValueError, AttributeError) as err:
-            log.warning("%s: skipped a malformed %s record (%s)", source, stream, err)
+        except MALFORMED as err:
+            reason = f"malformed {source} {stream} record ({type(err).__name__}: {err})"
+            out.append(Skipped(stream, reason[:300]))
     return out
 
 

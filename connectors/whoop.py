@@ -22,8 +22,9 @@ from bridge.errors import AuthExpired, SourceError
 from bridge.oauth import refresh_lock
 from bridge.secrets import Secrets
 from connectors.base import ReadContext, ReadingRecord
-from connectors.http import RateWindow, RetryPolicy, request
+from connectors.http import RateWindow, RetryPolicy, parse_json, request
 from connectors.live import (
+    MALFORMED,
     Cursors,
     Progress,
     PullResult,
@@ -31,9 +32,11 @@ from connectors.live import (
     no_progress,
     normalize,
     packed_sleep,
+    page_items,
     parse_instant,
     parse_offset,
 )
+from connectors.validate import EARLIEST, FUTURE_SLACK
 
 log = logging.getLogger("rhythm_bridge.whoop")
 
@@ -96,14 +99,17 @@ class WhoopTokens:
         if resp.status_code in (400, 401, 403):
             # invalid_grant: the refresh token was revoked, expired or already spent.
             try:
-                err = resp.json().get("error", "")
-            except ValueError:
-                err = ""
+                doc = parse_json(resp.content, "whoop token endpoint")
+            except SourceError:
+                doc = None
+            err = doc.get("error") if isinstance(doc, dict) else None
+            # Only a short OAuth error code belongs in the one-line message.
+            err = err if isinstance(err, str) and err.isprintable() and len(err) < 64 else ""
             raise AuthExpired(SOURCE, f"token endpoint said {resp.status_code} {err}".strip())
         if resp.status_code != 200:
             raise SourceError(f"whoop token endpoint answered {resp.status_code}")
-        body = resp.json()
-        if not body.get("access_token"):
+        body = parse_json(resp.content, "whoop token endpoint")
+        if not isinstance(body, dict) or not body.get("access_token"):
             raise SourceError("whoop token endpoint answered without an access_token")
         return body
 
@@ -188,7 +194,7 @@ class WhoopAPI:
             raise AuthExpired(SOURCE, f"{path} answered {resp.status_code}")
         if resp.status_code != 200:
             raise SourceError(f"whoop {path} answered {resp.status_code}")
-        return resp.json()
+        return parse_json(resp.content, _what(path))
 
     def delete(self, path: str) -> int:
         url = self.cfg.api_base_url.rstrip("/") + path
@@ -207,10 +213,10 @@ class WhoopAPI:
         seen_tokens: set[str] = set()
         while True:
             page = self.get(path, params)
-            records.extend(page.get("records") or [])
+            records.extend(page_items(page, "records", _what(path)))
             progress(stage, len(records))
             token = page.get("next_token")  # snake_case in the body, camelCase in the query
-            if not token or token in seen_tokens:
+            if not token or not isinstance(token, str) or token in seen_tokens:
                 return records
             seen_tokens.add(token)
             params = {**params, "nextToken": token}
@@ -304,14 +310,23 @@ def workout_records(raw: dict[str, Any]) -> list[ReadingRecord]:
 # --- one pull -------------------------------------------------------------------------
 
 
-def _next_cursor(stream: str, raws: list[dict[str, Any]], old: str | None) -> str | None:
-    """Oldest still-pending record's time, else the newest record's time, else `old`."""
+def _next_cursor(
+    stream: str, raws: list[dict[str, Any]], old: str | None, now: datetime
+) -> str | None:
+    """Oldest still-pending record's time, else the newest record's time, else `old`.
+
+    Times no record can have (1900, 2200) are ignored like the records themselves: a
+    cursor in 2200 would never move again, one in 1900 would re-read a century each pull.
+    """
     times, pending = [], []
+    latest = now + FUTURE_SLACK
     for raw in raws:
         try:
             when = parse_instant(str(raw.get("start") or raw["created_at"]))
-        except (KeyError, ValueError):
+        except (KeyError, ValueError, AttributeError):
             continue  # normalize() reports the malformed record
+        if not EARLIEST <= when <= latest:
+            continue
         times.append(when)
         if raw.get("score_state") == "PENDING_SCORE" or (stream == "cycle" and not raw.get("end")):
             pending.append(when)
@@ -354,15 +369,18 @@ def pull(
                 # falls back to created_at, and the same morning would be stored twice.
                 start -= SLEEP_MARGIN
             fetched[stream] = api.collection(path, start, now, progress, stream)
-            result.cursors[(stream, "")] = _next_cursor(stream, fetched[stream], old)
+            result.cursors[(stream, "")] = _next_cursor(stream, fetched[stream], old, now)
     finally:
         result.requests = api.requests
         if client is None:
             api.client.close()
     wake_times = {}
     for raw in fetched["sleep"]:
-        if raw.get("end") and not raw.get("nap"):
-            wake_times[str(raw.get("id"))] = _span(raw)[1]
+        try:
+            if raw.get("end") and not raw.get("nap"):
+                wake_times[str(raw.get("id"))] = _span(raw)[1]
+        except MALFORMED:
+            continue  # normalize() reports the malformed sleep
     for stream, convert in (
         ("cycle", cycle_records),
         ("sleep", sleep_records),

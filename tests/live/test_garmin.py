@@ -187,3 +187,16 @@ def test_expired_bearer_token_is_renewed_with_the_key(live_settings, secrets, gs
     assert _pull(live_settings, gstore, fake).status == "ok"
     assert fake.exchanges == 1
     assert (secrets.get_json(TOKEN_SECRET) or {})["access_token"] == fake.token
+
+
+def test_a_token_answer_that_is_no_token_is_refused_not_stored(
+    live_settings, secrets, gstore
+) -> None:
+    secrets.set(KEY_SECRET, API_KEY)
+    secrets.set_json(TOKEN_SECRET, {"access_token": "old", "expires_at": time.time() + 60})
+    fake = FakeGarmin()
+    fake.token = "<html>\n<body>Sign in to the hotel Wi-Fi</body>\n</html>"
+    outcome = _pull(live_settings, gstore, fake)
+    assert outcome.status == "error" and "\n" not in (outcome.error or "")
+    assert "garmin token endpoint answered something that is not a token" in (outcome.error or "")
+    assert (secrets.get_json(TOKEN_SECRET) or {})["access_token"] == "old"

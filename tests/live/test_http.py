@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import zlib
 from email.utils import formatdate
 
+import httpx
 import pytest
+import respx
 
 from bridge.config import load_settings
-from bridge.errors import Transient
+from bridge.errors import SourceError, Transient
 from connectors.http import (
     RateWindow,
     RetryableError,
     RetryPolicy,
+    parse_json,
+    request,
     retry_after_seconds,
     with_retries,
 )
@@ -61,3 +67,31 @@ def test_rate_window_waits_once_the_budget_is_spent(
 def test_the_keyring_key_variable_is_not_a_setting() -> None:
     settings = load_settings(environ={"RHYTHM_BRIDGE_KEYRING_KEY": "secret-key-material"})
     assert "secret-key-material" not in settings.model_dump_json()
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "identity"])
+def test_request_inflates_a_body_and_answers_it_fully_read(encoding: str) -> None:
+    doc = {"records": [{"id": n, "note": "x" * 100} for n in range(2000)]}
+    raw = json.dumps(doc).encode()
+    packer = zlib.compressobj(wbits=31 if encoding == "gzip" else 15)
+    body = raw if encoding == "identity" else packer.compress(raw) + packer.flush()
+    with respx.mock() as mock, httpx.Client() as client:
+        route = mock.get("https://api.example/x").mock(
+            return_value=httpx.Response(200, content=body, headers={"content-encoding": encoding})
+        )
+        resp = request(client, "GET", "https://api.example/x", what="t", policy=RetryPolicy())
+    assert route.calls[0].request.headers["accept-encoding"] == "gzip, deflate"
+    assert parse_json(resp.content, "t") == doc and "content-encoding" not in resp.headers
+
+
+def test_an_encoding_it_cannot_inflate_is_one_clear_error() -> None:
+    with respx.mock() as mock, httpx.Client() as client:
+        mock.get("https://api.example/x").mock(
+            return_value=httpx.Response(
+                200, content=b"\x8b\x00", headers={"content-encoding": "br"}
+            )
+        )
+        with pytest.raises(
+            SourceError, match=r"^t: answered in an unsupported encoding 'br'; nothing was stored"
+        ):
+            request(client, "GET", "https://api.example/x", what="t", policy=RetryPolicy())

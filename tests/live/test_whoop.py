@@ -349,7 +349,8 @@ def test_a_malformed_record_is_skipped_not_fatal(
         mock.route(url__startswith=API).mock(side_effect=fake)
         assert run_source(wstore, live_settings, "whoop", ctx).status == "ok"
     assert [m for m, _, _ in _readings(wstore)] == ["workout"]
-    assert "skipped a malformed workout record" in caplog.text
+    assert "whoop API: skipping unreadable workout record" in caplog.text
+    assert "whoop: 1 record skipped as unreadable or implausible (workout 1)" in caplog.text
 
 
 def test_a_recovery_keeps_its_wake_up_time_when_its_sleep_falls_outside_the_window(
