@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -55,12 +56,14 @@ FIT = ROOT / "tests" / "fixtures" / "garmin" / "fit" / "garmin-fenix-5-run.fit"
 MB = 2**20
 
 
-def rss() -> int:
-    """This process's resident set size in bytes."""
+def rss() -> dict[str, int]:
+    """This process's resident set size in bytes: VmRSS = RssAnon + RssFile + RssShmem."""
+    out = {}
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+            out[key] = int(value.split()[0]) * 1024
+    return out
 
 
 class LogCounter(logging.Handler):
@@ -152,13 +155,19 @@ def store_credentials(settings: Settings) -> None:
 
 def drop_files(settings: Settings, day: int) -> None:
     """The person's manual exports: a cumulative Apple Health export weekly, a FIT file once."""
-    from benchmarks.gen_apple_export import generate
-
     if day % 7 == 0:
         folder = Path(settings.sources.apple_health.watch_dir)
         tmp = folder.parent / f"export-day{day}.zip"
         first = START.date() - timedelta(days=14)
-        generate(tmp, days=14 + day, start=first.isoformat(), tz="+0100", seed=3)
+        # In another process: the phone makes the export, not the daemon.
+        make = (
+            "from benchmarks.gen_apple_export import generate; "
+            f"generate(Path({str(tmp)!r}), days={14 + day}, start={str(first)!r}, "
+            "tz='+0100', seed=3)"
+        )
+        subprocess.run(
+            [sys.executable, "-c", "from pathlib import Path; " + make], cwd=ROOT, check=True
+        )
         tmp.with_suffix(".truth.json").unlink()
         tmp.rename(folder / tmp.name)  # whole, like a finished copy
     if day == 3:
@@ -233,6 +242,10 @@ def main() -> None:
     ap.add_argument("--days", type=int, default=30)
     ap.add_argument("--no-faults", action="store_true")
     ap.add_argument("--keep", type=Path, help="keep the data in this folder")
+    ap.add_argument(
+        "--no-heap-tuning", action="store_true", help="without the daemon's heap tuning and trim"
+    )
+    ap.add_argument("--trace-memory", action="store_true", help="list what grew after day 1 (slow)")
     args = ap.parse_args()
     os.environ.setdefault(KEY_ENV, "soak-benchmark-keyring-key")
     work = args.keep or Path(tempfile.mkdtemp(prefix="rb-soak-"))
@@ -246,6 +259,10 @@ def main() -> None:
     import connectors.http
 
     connectors.http.sleep = waits.append  # a wait for the provider is simulated, not slept
+    if args.no_heap_tuning:
+        import bridge.daemon
+
+        bridge.daemon.trim_heap = lambda: None
     try:
         run(args, work, fakes, counter, waits)
     finally:
@@ -257,10 +274,12 @@ def main() -> None:
 def run(args: Any, work: Path, fakes: Fakes, counter: LogCounter, waits: list[float]) -> None:
     from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED
 
-    from bridge.daemon import CycleTracker, build_scheduler
+    from bridge.daemon import CycleTracker, build_scheduler, tune_heap
     from bridge.pipeline import read_context
     from bridge.sources import enabled_sources, run_source
 
+    if not args.no_heap_tuning:
+        tune_heap()  # as run_daemon does
     settings = make_settings(work / "data", fakes.url)
     store = Store(settings.database_url)
     store_credentials(settings)
@@ -270,7 +289,7 @@ def run(args: Any, work: Path, fakes: Fakes, counter: LogCounter, waits: list[fl
     rng = random.Random(5)
     answered: set[int] = set()
     seconds: list[tuple[datetime, float]] = []
-    rss_first_day = 0
+    rss_by_day: dict[int, int] = {}
     rss_before = rss()
     wall = time.perf_counter()
 
@@ -301,15 +320,19 @@ def run(args: Any, work: Path, fakes: Fakes, counter: LogCounter, waits: list[fl
                 if not changed.wait_for(lambda due=due: due <= finished, timeout=600):
                     raise SystemExit("a job has run for 10 minutes; the soak is stuck")
                 finished.clear()
-            if not rss_first_day and datetime.now(UTC) >= START + timedelta(days=1):
-                rss_first_day = rss()
+            day = (datetime.now(UTC) - START).days
+            if day not in rss_by_day:
+                rss_by_day[day] = rss()
+                if day == 1 and args.trace_memory:
+                    tracemalloc.start(8)
+                    first_snapshot = tracemalloc.take_snapshot()
             answer_latest(store, rng, answered)
             jobs = scheduler.get_jobs()
             nxt = min(job.next_run_time for job in jobs)
             if nxt >= end:
                 break
             due = {job.id for job in jobs if job.next_run_time <= nxt}
-            day = (nxt - START).days
+            day = (nxt - START.astimezone(UTC)).days
             if day not in dropped:
                 drop_files(settings, day)
                 dropped.add(day)
@@ -321,6 +344,11 @@ def run(args: Any, work: Path, fakes: Fakes, counter: LogCounter, waits: list[fl
         logging.getLogger("rhythm_bridge").removeHandler(counter)  # the daemon's lines only
         elapsed = time.perf_counter() - wall
         rss_end = rss()
+        if args.trace_memory:
+            grown = tracemalloc.take_snapshot().compare_to(first_snapshot, "traceback")
+            for stat in grown[:12]:
+                print(f"{stat.size_diff / MB:+.2f} MB  {stat.count_diff:+d} blocks")
+                print("    " + "\n    ".join(stat.traceback.format()[-8:]))
 
         # The truth at the end: every source pulled once more, then a fresh store pulled
         # in full over the same window, at the same instant, without faults.
@@ -352,10 +380,19 @@ def run(args: Any, work: Path, fakes: Fakes, counter: LogCounter, waits: list[fl
     stats = fakes.stats()
     store.dispose()
     report(args, seconds, elapsed, soak, diff, recs, stats, counter, waits)
+    first = rss_by_day.get(1, rss_end)
+    grew = {k: (rss_end[k] - first[k]) / MB for k in first}
     print(
-        f"RSS: {rss_before / MB:.0f} MB before the first cycle, {rss_first_day / MB:.0f} MB "
-        f"after the first day, {rss_end / MB:.0f} MB at the end: "
-        f"growth {(rss_end - rss_first_day) / MB:+.1f} MB (target <= 20 MB)"
+        f"RSS: {rss_before['VmRSS'] / MB:.0f} MB before the first cycle, "
+        f"{first['VmRSS'] / MB:.0f} MB after the first day, {rss_end['VmRSS'] / MB:.0f} MB at "
+        f"the end: growth {grew['VmRSS']:+.1f} MB (target <= 20 MB; anonymous "
+        f"{grew['RssAnon']:+.1f}, file-backed {grew['RssFile']:+.1f}, shared "
+        f"{grew['RssShmem']:+.1f}); by day: "
+        + ", ".join(
+            f"{d}: {v['VmRSS'] / MB:.0f}"
+            for d, v in sorted(rss_by_day.items())
+            if d in (1, 2, 5) or d % 10 == 0
+        )
     )
 
 
@@ -378,7 +415,11 @@ def report(
         k.removeprefix("fault:"): v for k, v in stats["counts"].items() if k.startswith("fault:")
     }
     print(f"soak: {args.days} simulated days in {elapsed / 60:.1f} min of wall time")
-    print(f"cycles run: {len(seconds)} (expected {args.days * 96}); recommendations: {recs}")
+    # Absolute time: the 30 days from START include the extra hour of the DST change.
+    expected = int(
+        (START + timedelta(days=args.days) - START.astimezone(UTC)) / timedelta(minutes=15)
+    )
+    print(f"cycles run: {len(seconds)} (expected {expected}); recommendations: {recs}")
     print(f"records stored: {len(soak['readings'])} readings, {len(soak['events'])} live events")
     print(f"duplicates: {soak['dups']} (must be 0)")
     print(

@@ -53,6 +53,51 @@ class CycleTracker:
         finally:
             with self._lock:
                 self.started = None
+            trim_heap()
+
+
+# glibc's M_MMAP_THRESHOLD: blocks from this size up get their own mapping, given back
+# to the OS when freed (glibc otherwise raises the threshold after the first big free).
+_M_MMAP_THRESHOLD, _MMAP_FROM = -3, 128 * 1024
+_libc: Any = None
+
+
+def _glibc() -> Any:
+    """The C library when it is glibc, else None (musl, macOS: nothing to tune)."""
+    global _libc
+    if _libc is None:
+        import ctypes
+        import ctypes.util
+
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _libc = lib if hasattr(lib, "malloc_trim") and hasattr(lib, "mallopt") else False
+        except OSError:
+            _libc = False
+    return _libc or None
+
+
+def tune_heap() -> None:
+    """Keep the frames of a cycle (numpy blocks of 100 KB to a few MB) out of the heap.
+
+    Measured with benchmarks/soak.py: RSS grew 10 MB in 9 simulated days with the trim
+    below alone and 6 MB with this too, at the same cycle time.
+    """
+    libc = _glibc()
+    if libc is not None:
+        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_FROM)
+
+
+def trim_heap() -> None:
+    """Give the heap freed by a cycle back to the OS (glibc's malloc_trim; else nothing).
+
+    A cycle builds and drops pandas frames on whichever scheduler thread runs it; glibc
+    keeps what they freed in per-thread arenas, so over weeks RSS creeps up by tens of MB
+    (benchmarks/soak.py) without any object being alive.
+    """
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 def _watchdog(tracker: CycleTracker) -> None:
@@ -127,6 +172,7 @@ def run_daemon(settings: Settings, store: Store) -> None:
 
     With [web] enabled the page is served from a thread and stopped after the scheduler.
     """
+    tune_heap()
     scheduler = build_scheduler(settings, store)
     web = None
     if settings.web.enabled:

@@ -27,17 +27,32 @@ _PATTERNS = (
         [^"'&\s,}]{4,}"""
     ),
 )
-_secrets: set[str] = set()
+# The most recently seen secrets, oldest first. Rotating tokens (WHOOP's change every hour)
+# would grow this without end, and every log line pays for its size; a token rotated out
+# hundreds of times ago is dead anyway.
+MAX_SECRETS = 256
+_secrets: dict[str, None] = {}
+_longest_first: tuple[str, ...] = ()
 
 
 def register_secret(value: str | None) -> None:
     """Mask this exact value wherever it would be logged from now on."""
-    if value and len(value) >= 6:
-        _secrets.add(value)
+    global _longest_first
+    if not value or len(value) < 6:
+        return
+    if value in _secrets:
+        _secrets[value] = _secrets.pop(value)  # seen again: the newest
+        return
+    _secrets[value] = None
+    while len(_secrets) > MAX_SECRETS:
+        del _secrets[next(iter(_secrets))]
+    # Longest first, so a secret containing another is masked whole. Rebound, never
+    # mutated: a log call on another thread reads one consistent tuple.
+    _longest_first = tuple(sorted(_secrets, key=len, reverse=True))
 
 
 def redact(text: str) -> str:
-    for value in sorted(_secrets, key=len, reverse=True):
+    for value in _longest_first:
         text = text.replace(value, MASK)
     for pattern in _PATTERNS:
         text = pattern.sub(lambda m: m.group(1) + MASK, text)

@@ -55,3 +55,27 @@ def test_the_daemon_talks_to_systemd(tmp_path):
         proc.wait(30)
     assert messages[0].startswith("READY=1")
     assert proc.returncode == 0
+
+
+def test_every_cycle_gives_its_freed_heap_back_even_when_it_fails(settings, store, monkeypatch):
+    # Without the trim, glibc's per-thread arenas keep what a cycle's frames freed and a
+    # months-long daemon's RSS creeps up (benchmarks/soak.py).
+    import bridge.daemon
+
+    trims = []
+    monkeypatch.setattr(bridge.daemon, "trim_heap", lambda: trims.append(1))
+    tracker = bridge.daemon.CycleTracker()
+    tracker.run(settings, store)
+    monkeypatch.setattr(bridge.daemon, "run_cycle", lambda *a: 1 / 0)
+    tracker.run(settings, store)  # logged as "cycle crashed"; the daemon stays up
+    assert trims == [1, 1] and tracker.healthy()
+
+
+def test_the_heap_settings_find_glibc_and_are_a_no_op_elsewhere():
+    import platform
+
+    import bridge.daemon
+
+    bridge.daemon.tune_heap()
+    bridge.daemon.trim_heap()  # the second lookup reuses the first
+    assert (bridge.daemon._glibc() is not None) == (platform.libc_ver()[0] == "glibc")

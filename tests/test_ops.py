@@ -195,3 +195,21 @@ def test_the_freshness_table_names_every_physiological_input_of_the_weights():
                     "mindful",
                 ):
                     assert meter in METER_INPUTS[metric], (meter, name)
+
+
+def test_the_redactor_keeps_the_newest_secrets_and_a_bounded_list():
+    # WHOOP rotates its tokens hourly: months of them must not make every log line slower.
+    from bridge import logs
+
+    register_secret("client-secret-used-every-hour")
+    for n in range(3 * logs.MAX_SECRETS):
+        register_secret(f"rotated-access-token-{n:05d}")
+        if n % 50 == 0:
+            register_secret("client-secret-used-every-hour")  # read again: stays
+    newest = f"rotated-access-token-{3 * logs.MAX_SECRETS - 1:05d}"
+    assert len(logs._secrets) == logs.MAX_SECRETS
+    assert redact(f"{newest} client-secret-used-every-hour") == f"{MASK} {MASK}"
+    assert redact("rotated-access-token-00000") == "rotated-access-token-00000"  # long dead
+    register_secret("abc-abc-abc-abc-abc")
+    register_secret("abc-abc")  # contained in the longer one: the longer is masked whole
+    assert redact("abc-abc-abc-abc-abc") == MASK
