@@ -259,10 +259,12 @@ def main() -> None:
     import connectors.http
 
     connectors.http.sleep = waits.append  # a wait for the provider is simulated, not slept
-    if args.no_heap_tuning:
-        import bridge.daemon
+    import bridge.daemon
 
+    if args.no_heap_tuning:
         bridge.daemon.trim_heap = lambda: None
+    else:
+        bridge.daemon.tune_heap()  # as run_daemon does; the trim comes with every cycle
     try:
         run(args, work, fakes, counter, waits)
     finally:
@@ -274,12 +276,10 @@ def main() -> None:
 def run(args: Any, work: Path, fakes: Fakes, counter: LogCounter, waits: list[float]) -> None:
     from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED
 
-    from bridge.daemon import CycleTracker, build_scheduler, tune_heap
+    from bridge.daemon import CycleTracker, build_scheduler
     from bridge.pipeline import read_context
     from bridge.sources import enabled_sources, run_source
 
-    if not args.no_heap_tuning:
-        tune_heap()  # as run_daemon does
     settings = make_settings(work / "data", fakes.url)
     store = Store(settings.database_url)
     store_credentials(settings)
@@ -289,7 +289,7 @@ def run(args: Any, work: Path, fakes: Fakes, counter: LogCounter, waits: list[fl
     rng = random.Random(5)
     answered: set[int] = set()
     seconds: list[tuple[datetime, float]] = []
-    rss_by_day: dict[int, int] = {}
+    rss_by_day: dict[int, dict[str, int]] = {}
     rss_before = rss()
     wall = time.perf_counter()
 
@@ -332,10 +332,10 @@ def run(args: Any, work: Path, fakes: Fakes, counter: LogCounter, waits: list[fl
             if nxt >= end:
                 break
             due = {job.id for job in jobs if job.next_run_time <= nxt}
-            day = (nxt - START.astimezone(UTC)).days
-            if day not in dropped:
-                drop_files(settings, day)
-                dropped.add(day)
+            drop_day = (nxt - START.astimezone(UTC)).days
+            if drop_day not in dropped:
+                drop_files(settings, drop_day)
+                dropped.add(drop_day)
             fakes.set_clock(nxt)
             clock.move_to(nxt)
             scheduler.wakeup()
