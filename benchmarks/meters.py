@@ -27,13 +27,13 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bridge.ingest import EVENT_KEY, READING_KEY
+from bridge.intake.ingest import EVENT_KEY, READING_KEY
 from mappings.frames import USED_METRICS
 from mappings.meters import EVENT_COLUMNS, READING_COLUMNS, compute_slots
 from mappings.slots import SlotKey, slots_between
 
 TZ = ZoneInfo("Europe/Berlin")
-LOOKBACK_DAYS = 63  # what bridge.pipeline loads before the first slot it recomputes
+LOOKBACK_DAYS = 63  # what bridge.cycle.meters loads before the first slot it recomputes
 ACTIONS = ["DEEP_WORK", "ADMIN_WORK", "LEARN", "EXERCISE", "SOCIALIZE", "FAMILY_TIME", "ME_TIME"]
 
 
@@ -179,7 +179,7 @@ def store_cycle(readings: pd.DataFrame, events: pd.DataFrame, new_r, new_e, now,
     import tempfile
 
     from bridge.config import Settings
-    from bridge.pipeline import recompute_meters
+    from bridge.cycle.meters import recompute_meters
     from bridge.store import Store, upsert
     from bridge.store.models import CalendarEvent, Reading
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/soak.py [--days 30] [--no-faults] [--keep DIR]
 
-The daemon's own scheduler (`bridge.daemon.build_scheduler`: the 15-minute cycle and the
+The daemon's own scheduler (`bridge.daemon.scheduler.build_scheduler`: the 15-minute cycle and the
 hourly adapter job) runs in this process under an accelerated clock (time-machine): after
 each job the clock jumps to the next job's time. Every connector points at
 `tests/fake_apis.py` on 127.0.0.1 in a child process (so its memory is not ours), whose
@@ -44,8 +44,8 @@ import httpx
 import time_machine
 from sqlalchemy import func, select
 
+from bridge.auth.secrets import FILE_NAME, KEY_ENV, Secrets
 from bridge.config import Settings
-from bridge.secrets import FILE_NAME, KEY_ENV, Secrets
 from bridge.store import Store
 from bridge.store.models import CalendarEvent, Reading, Recommendation
 from tests.fake_apis import BERLIN, provider_settings
@@ -177,7 +177,7 @@ def drop_files(settings: Settings, day: int) -> None:
 
 def answer_latest(store: Store, rng: random.Random, answered: set[int]) -> None:
     """A person who answers about half the recommendations, some of them late."""
-    from bridge.feedback import record_feedback
+    from bridge.learning.feedback import record_feedback
 
     with store.session() as session:
         rec_id = session.execute(select(func.max(Recommendation.id))).scalar()
@@ -259,12 +259,12 @@ def main() -> None:
     import connectors.http
 
     connectors.http.sleep = waits.append  # a wait for the provider is simulated, not slept
-    import bridge.daemon
+    import bridge.daemon.scheduler
 
     if args.no_heap_tuning:
-        bridge.daemon.trim_heap = lambda: None
+        bridge.daemon.scheduler.trim_heap = lambda: None
     else:
-        bridge.daemon.tune_heap()  # as run_daemon does; the trim comes with every cycle
+        bridge.daemon.scheduler.tune_heap()  # as run_daemon does; the trim comes with every cycle
     try:
         run(args, work, fakes, counter, waits)
     finally:
@@ -276,9 +276,8 @@ def main() -> None:
 def run(args: Any, work: Path, fakes: Fakes, counter: LogCounter, waits: list[float]) -> None:
     from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED
 
-    from bridge.daemon import CycleTracker, build_scheduler
-    from bridge.pipeline import read_context
-    from bridge.sources import enabled_sources, run_source
+    from bridge.daemon.scheduler import CycleTracker, build_scheduler
+    from bridge.intake.sources import enabled_sources, read_context, run_source
 
     settings = make_settings(work / "data", fakes.url)
     store = Store(settings.database_url)

@@ -14,6 +14,7 @@ import os
 import tomllib
 from datetime import time, tzinfo
 from functools import cached_property
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,14 +36,29 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def parse_boundaries(values: list[str] | tuple[str, ...]) -> tuple[time, ...]:
+    """Parse four increasing "HH:MM" strings; raise ValueError saying what is wrong."""
+    if len(values) != 4:
+        raise ValueError(
+            f"expected 4 times (morning, afternoon, evening, night), got {len(values)}"
+        )
+    parsed = []
+    for value in values:
+        try:
+            parsed.append(time.fromisoformat(value))
+        except (TypeError, ValueError):
+            raise ValueError(f'{value!r} is not a time like "05:00"') from None
+    if any(a >= b for a, b in pairwise(parsed)):
+        raise ValueError("times must increase within one calendar day")
+    return tuple(parsed)
+
+
 class SlotSettings(_Section):
     boundaries: list[str] = ["05:00", "12:00", "17:00", "22:00"]
 
     @field_validator("boundaries")
     @classmethod
     def _check(cls, value: list[str]) -> list[str]:
-        from mappings.slots import parse_boundaries
-
         parse_boundaries(value)
         return value
 
@@ -196,8 +212,6 @@ class Settings(_Section):
 
     @cached_property
     def boundaries(self) -> tuple[time, ...]:
-        from mappings.slots import parse_boundaries
-
         return parse_boundaries(self.slots.boundaries)
 
     @property

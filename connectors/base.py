@@ -7,7 +7,7 @@ A *file source* is a module with the same shape as its siblings:
     PROVIDES: frozenset[str]   # metric keys (or "calendar") it can emit
     def read(path, ctx) -> Iterator[ReadingRecord | EventRecord | ReplaceScope]
 
-`read` never touches the database; `bridge.ingest` writes what it yields in one
+`read` never touches the database; `bridge.intake.ingest` writes what it yields in one
 transaction, so a failed import commits nothing.
 """
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx
 
+from bridge.auth.secrets import Secrets
 from bridge.config import Settings
 from bridge.errors import AuthExpired, RateLimited, SourceError
-from bridge.secrets import Secrets
 from connectors.base import ReadContext, ReadingRecord
 from connectors.http import RateWindow, RetryPolicy, parse_json, request
 from connectors.live import (
@@ -33,6 +33,7 @@ from connectors.live import (
     normalize,
     packed_sleep,
     page_items,
+    pull_start,
 )
 
 log = logging.getLogger("rhythm_bridge.garmin")
@@ -324,12 +325,13 @@ def pull(
     api = GarminAPI(settings, secrets, client)
     today = ctx.now.astimezone(ctx.tz).date()
     old = cursors.get((STREAM, ""))
-    if since is not None:
-        first = since.astimezone(ctx.tz).date()
-    elif old:
-        first = min(date.fromisoformat(old), today - timedelta(days=cfg.refetch_days))
-    else:
-        first = today - timedelta(days=ctx.past_days)
+    first = pull_start(
+        since.astimezone(ctx.tz) if since else None,
+        date.fromisoformat(old) if old else None,
+        today - timedelta(days=cfg.refetch_days),
+        today - timedelta(days=ctx.past_days),
+        day=True,
+    )
     result = PullResult()
     hrv: list[dict[str, Any]] = []
     days: list[dict[str, Any]] = []

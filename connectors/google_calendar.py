@@ -17,9 +17,9 @@ from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from bridge.auth.secrets import Secrets, quiet_secret_loggers
 from bridge.config import Settings
 from bridge.errors import AuthExpired, CursorInvalid, RateLimited, SourceError, Transient
-from bridge.secrets import Secrets, quiet_secret_loggers
 from connectors.base import EventRecord, ReadContext, ReplaceScope, Skipped
 from connectors.http import (
     MAX_RESPONSE_BYTES,

@@ -1,6 +1,6 @@
 """What a live (API) connector hands back: records plus the cursors they justify.
 
-A live connector's `pull(...)` only talks to the network; `bridge.live` writes the records
+A live connector's `pull(...)` only talks to the network; `bridge.intake.live` writes the records
 and the new cursors in one transaction, so a cursor never runs ahead of its data.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
+from datetime import UTC, date, datetime, timedelta, timezone
+from typing import Any, TypeVar
 
 from bridge.errors import SourceError
 from connectors.base import EventRecord, ReadingRecord, ReplaceScope, Skipped
@@ -17,6 +17,8 @@ from connectors.http import RETRY_NEXT_SYNC
 
 # The stages laid out from sleep start, in this order, when a source gives only totals.
 STAGE_ORDER = ("deep", "core", "rem", "awake")
+
+When = TypeVar("When", date, datetime)
 
 # progress(stage, items so far); the CLI draws it, the daemon ignores it.
 Progress = Callable[[str, int], None]
@@ -69,6 +71,24 @@ def parse_offset(text: str | None) -> timezone:
         return timezone(sign * timedelta(hours=int(hours), minutes=int(minutes)))
     except (ValueError, IndexError):
         return UTC
+
+
+def pull_start(
+    since: datetime | None,
+    cursor: When | None,
+    refetch_from: When,
+    first_pull_from: When,
+    *,
+    day: bool,
+) -> When:
+    """Where a pull starts: at `since` when one is asked for (a backfill); else at the older
+    of the cursor and the re-fetch window (sources revise their recent days); else, on the
+    first pull, `first_pull_from`. `day`: the source counts in local dates."""
+    if since is not None:
+        return since.date() if day else since  # type: ignore[return-value]
+    if cursor is not None:
+        return min(cursor, refetch_from)
+    return first_pull_from
 
 
 def iso_z(value: datetime) -> str:

@@ -17,10 +17,10 @@ from typing import Any
 
 import httpx
 
+from bridge.auth.oauth import refresh_lock
+from bridge.auth.secrets import Secrets
 from bridge.config import Settings
 from bridge.errors import AuthExpired, SourceError
-from bridge.oauth import refresh_lock
-from bridge.secrets import Secrets
 from connectors.base import ReadContext, ReadingRecord
 from connectors.http import RateWindow, RetryPolicy, parse_json, request
 from connectors.live import (
@@ -35,6 +35,7 @@ from connectors.live import (
     page_items,
     parse_instant,
     parse_offset,
+    pull_start,
 )
 from connectors.validate import EARLIEST, FUTURE_SLACK
 
@@ -357,12 +358,13 @@ def pull(
     try:
         for stream, path in STREAMS.items():
             old = cursors.get((stream, ""))
-            if since is not None:
-                start = since
-            elif old:
-                start = min(parse_instant(old), refetch)
-            else:
-                start = now - timedelta(days=ctx.past_days)
+            start = pull_start(
+                since,
+                parse_instant(old) if old else None,
+                refetch,
+                now - timedelta(days=ctx.past_days),
+                day=False,
+            )
             if stream == "sleep":
                 # A day before the others: every recovery fetched finds its sleep and is
                 # dated at that wake-up whichever window fetched it. Without its sleep it

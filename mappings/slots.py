@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from itertools import pairwise
 
 SLOT_NAMES: tuple[str, ...] = ("morning", "afternoon", "evening", "night")
 DEFAULT_BOUNDARIES: tuple[time, ...] = (time(5), time(12), time(17), time(22))
@@ -44,23 +43,6 @@ class SlotKey:
         if self.slot > 0:
             return SlotKey(self.local_date, self.slot - 1)
         return SlotKey(self.local_date - timedelta(days=1), 3)
-
-
-def parse_boundaries(values: list[str] | tuple[str, ...]) -> tuple[time, ...]:
-    """Parse four increasing "HH:MM" strings; raise ValueError saying what is wrong."""
-    if len(values) != 4:
-        raise ValueError(
-            f"expected 4 times (morning, afternoon, evening, night), got {len(values)}"
-        )
-    parsed = []
-    for value in values:
-        try:
-            parsed.append(time.fromisoformat(value))
-        except (TypeError, ValueError):
-            raise ValueError(f'{value!r} is not a time like "05:00"') from None
-    if any(a >= b for a, b in pairwise(parsed)):
-        raise ValueError("times must increase within one calendar day")
-    return tuple(parsed)
 
 
 def slot_of(local: datetime, boundaries: tuple[time, ...] = DEFAULT_BOUNDARIES) -> SlotKey:

@@ -97,7 +97,7 @@ def ctx() -> ReadContext:
 @pytest.fixture(autouse=True)
 def cli_state():
     """The CLI caches settings and the store per process; every test starts clean."""
-    from bridge.cli import _state
+    from bridge.cli.core import state as _state
 
     _state.clear()
     yield _state

@@ -5,10 +5,11 @@ from datetime import UTC, date, datetime, timedelta
 import numpy as np
 import pytest
 
-from bridge.adapter import fit_adapter, load_adapter, refit
+from bridge.cycle.recommend import configured_runner, recommend
 from bridge.errors import InputError
-from bridge.feedback import record_feedback
-from bridge.pipeline import configured_runner, recommend
+from bridge.learning.adapter import refit
+from bridge.learning.feedback import record_feedback
+from bridge.runner.adapter import fit_adapter, load_adapter
 from bridge.runner.bundled import BundledRunner, load_model
 from bridge.sim.episode import run_episode
 from bridge.sim.population import people
@@ -80,7 +81,7 @@ def test_refit_writes_the_adapter_and_the_runner_starts_from_it(store, settings,
 def test_the_daemon_job_refits_only_when_the_adapter_is_stale(store, settings):
     import os
 
-    from bridge.daemon import _refit_adapter
+    from bridge.daemon.scheduler import _refit_adapter
 
     store_answers(store, 6, lambda a: "accepted")
     path = settings.data_path / "adapter.json"
@@ -99,8 +100,9 @@ def test_export_training_data_is_chat_jsonl_with_rewards(store, settings, tmp_pa
 
     from typer.testing import CliRunner
 
-    from bridge.cli import _state, app
-    from bridge.training_data import write_training_data
+    from bridge.cli.core import state as _state
+    from bridge.cli.main import app
+    from bridge.learning.training_data import write_training_data
     from tests.helpers import write_config
 
     ids = store_answers(store, 2, lambda a: "accepted" if a == "SLEEP" else "ignored")

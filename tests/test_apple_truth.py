@@ -8,7 +8,7 @@ import pytest
 from sqlmodel import select
 
 from benchmarks.gen_apple_export import generate
-from bridge.ingest import import_file
+from bridge.intake.ingest import import_file
 from bridge.store.models import Reading
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bridge.cli import app
+from bridge.cli.main import app
 from bridge.errors import InputError
-from bridge.ingest import import_file
+from bridge.intake.ingest import import_file
 from bridge.store import Store
 from bridge.store.models import CalendarEvent, ImportedFile, Reading
 from tests.bad_inputs.guards import bounded
@@ -169,7 +169,7 @@ import os, signal, sys
 from datetime import datetime, UTC
 from pathlib import Path
 from zoneinfo import ZoneInfo
-from bridge.ingest import import_file
+from bridge.intake.ingest import import_file
 from bridge.store import Store
 from connectors.base import ReadContext
 

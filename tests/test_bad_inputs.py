@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from bridge.errors import InputError
-from bridge.ingest import import_file
+from bridge.intake.ingest import import_file
 from bridge.store.models import CalendarEvent, ImportedFile, Reading
 from tests.bad_inputs.generate import CASES
 from tests.bad_inputs.guards import bounded

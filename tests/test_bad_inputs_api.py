@@ -2,7 +2,7 @@
 
 Each case runs the connector's real `pull` (transport mocked: respx for WHOOP and Garmin,
 HttpMockSequence for Google, a local server where httplib2's own inflating is under test)
-through `bridge.sources.run_source` on the `store` fixture. It must end in one clear line
+through `bridge.intake.sources.run_source` on the `store` fixture. It must end in one clear line
 with nothing stored and the cursors unchanged, or in the bad records skipped and counted
 with the good ones kept; never in an exception out of run_source (the daemon's cycle), an
 implausible value or overlong text in the store, or memory beyond the bound.
@@ -27,10 +27,10 @@ import respx
 from googleapiclient.http import HttpMockSequence
 from sqlalchemy import select
 
+from bridge.auth.secrets import Secrets
 from bridge.config import Settings
-from bridge.live import commit, load_cursors
-from bridge.secrets import Secrets
-from bridge.sources import get_state, run_source
+from bridge.intake.live import commit, load_cursors
+from bridge.intake.sources import get_state, run_source
 from bridge.store import Store
 from bridge.store.db import utcnow
 from bridge.store.models import CalendarEvent, Reading

@@ -8,17 +8,17 @@ import respx
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from bridge.classification import (
-    add_correction,
+from bridge.cli.core import state as _state
+from bridge.cli.main import app
+from bridge.cycle.classify import (
     build_classifier,
-    corrections,
+    classify_events,
     local_model_path,
     retrain_if_corrected,
 )
-from bridge.cli import _state, app
 from bridge.errors import InputError
-from bridge.ingest import import_file
-from bridge.pipeline import classify_events
+from bridge.intake.ingest import import_file
+from bridge.learning.corrections import add_correction, corrections
 from bridge.store.models import CalendarEvent, ClassifierCorrection, LLMAnswer
 from mappings.classifier_model import load
 from tests.conftest import SAMPLE

@@ -6,10 +6,10 @@ import httpx
 import pytest
 import respx
 
-from bridge.classification import LLM_CALLS_KEY, llm_client, save_llm_state
 from bridge.config import Settings
+from bridge.cycle.classify import LLM_CALLS_KEY, llm_client, save_llm_state
+from bridge.cycle.llm_client import LLMClient
 from bridge.errors import ConfigError
-from bridge.llm_client import LLMClient
 from bridge.store.models import LLMAnswer
 from mappings.classifier import EventInfo
 from mappings.classifier_llm import SCHEMA, LLMReplyError, detect_api, parse_reply

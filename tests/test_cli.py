@@ -5,7 +5,7 @@ import stat
 import pytest
 from typer.testing import CliRunner
 
-from bridge.cli import app
+from bridge.cli.main import app
 from mappings.actions import ACTIONS
 from tests.conftest import SAMPLE
 from tests.helpers import validate_snapshot, write_config

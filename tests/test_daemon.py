@@ -2,7 +2,7 @@ import json
 import signal
 import socket
 
-from bridge.daemon import build_scheduler
+from bridge.daemon.scheduler import build_scheduler
 from tests.conftest import SAMPLE
 from tests.helpers import cli_process, validate_snapshot, wait_until, write_config
 
@@ -60,13 +60,13 @@ def test_the_daemon_talks_to_systemd(tmp_path):
 def test_every_cycle_gives_its_freed_heap_back_even_when_it_fails(settings, store, monkeypatch):
     # Without the trim, glibc's per-thread arenas keep what a cycle's frames freed and a
     # months-long daemon's RSS creeps up (benchmarks/soak.py).
-    import bridge.daemon
+    import bridge.daemon.scheduler
 
     trims = []
-    monkeypatch.setattr(bridge.daemon, "trim_heap", lambda: trims.append(1))
-    tracker = bridge.daemon.CycleTracker()
+    monkeypatch.setattr(bridge.daemon.scheduler, "trim_heap", lambda: trims.append(1))
+    tracker = bridge.daemon.scheduler.CycleTracker()
     tracker.run(settings, store)
-    monkeypatch.setattr(bridge.daemon, "run_cycle", lambda *a: 1 / 0)
+    monkeypatch.setattr(bridge.daemon.scheduler, "run_cycle", lambda *a: 1 / 0)
     tracker.run(settings, store)  # logged as "cycle crashed"; the daemon stays up
     assert trims == [1, 1] and tracker.healthy()
 
@@ -74,8 +74,8 @@ def test_every_cycle_gives_its_freed_heap_back_even_when_it_fails(settings, stor
 def test_the_heap_settings_find_glibc_and_are_a_no_op_elsewhere():
     import platform
 
-    import bridge.daemon
+    import bridge.daemon.scheduler
 
-    bridge.daemon.tune_heap()
-    bridge.daemon.trim_heap()  # the second lookup reuses the first
-    assert (bridge.daemon._glibc() is not None) == (platform.libc_ver()[0] == "glibc")
+    bridge.daemon.scheduler.tune_heap()
+    bridge.daemon.scheduler.trim_heap()  # the second lookup reuses the first
+    assert (bridge.daemon.scheduler._glibc() is not None) == (platform.libc_ver()[0] == "glibc")

@@ -14,8 +14,8 @@ from itertools import pairwise
 import pytest
 from sqlmodel import select
 
-from bridge.export import write_snapshot
-from bridge.pipeline import run_cycle
+from bridge.cycle.run import run_cycle
+from bridge.out.snapshot import write_snapshot
 from bridge.store.models import MeterSnapshot
 from tests.helpers import cli_process, wait_until, wal_bigger_than, write_config
 
@@ -121,7 +121,7 @@ def test_resuming_after_three_days_asleep_runs_one_cycle_not_a_storm(settings, s
     from apscheduler.events import EVENT_JOB_SUBMITTED
     from apscheduler.schedulers.background import BackgroundScheduler
 
-    from bridge.daemon import build_scheduler
+    from bridge.daemon.scheduler import build_scheduler
 
     blocking = build_scheduler(settings, store)
     job = blocking.get_job("cycle")
@@ -178,8 +178,8 @@ def test_sigterm_in_the_middle_of_a_sync_finishes_it_then_exits(tmp_path):
 
 def _calendar_sync(tmp_path, fake, monkeypatch):
     """A config syncing only Google Calendar "primary" from the fake, with a stored token."""
+    from bridge.auth.secrets import KEY_ENV, Secrets
     from bridge.config import load_settings
-    from bridge.secrets import KEY_ENV, Secrets
     from connectors.google_calendar import TOKEN_SECRET
 
     google = fake.settings()["google_calendar"]

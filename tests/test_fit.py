@@ -5,7 +5,7 @@ import pytest
 from garmin_fit_sdk import Encoder, Profile
 
 from bridge.errors import InputError
-from bridge.ingest import import_file
+from bridge.intake.ingest import import_file
 from bridge.store.models import Reading
 from connectors import fit
 from tests.conftest import FIXTURES

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 
 from bridge.errors import InputError
-from bridge.ingest import import_file
+from bridge.intake.ingest import import_file
 from bridge.store.models import Reading
 from connectors import garmin_export
 

@@ -5,7 +5,7 @@ import pytest
 from sqlmodel import select
 
 from bridge.errors import InputError
-from bridge.ingest import import_file
+from bridge.intake.ingest import import_file
 from bridge.store.models import CalendarEvent
 from connectors import ics
 from connectors.base import EventRecord, ReplaceScope

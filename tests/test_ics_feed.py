@@ -6,7 +6,7 @@ import respx
 from sqlmodel import select
 
 from bridge.errors import InputError, RateLimited, SourceError, Transient
-from bridge.ingest import import_feed
+from bridge.intake.ingest import import_feed
 from bridge.store.models import CalendarEvent, SyncState
 from connectors import ics
 from tests.conftest import SAMPLE

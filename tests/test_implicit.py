@@ -7,10 +7,13 @@ from pathlib import Path
 
 from sqlalchemy import delete, select
 
-from bridge.feedback import record_feedback
-from bridge.implicit import detect
-from bridge.ingest import import_file
-from bridge.pipeline import classify_events, read_context, recommend, run_cycle
+from bridge.cycle.classify import classify_events
+from bridge.cycle.recommend import recommend
+from bridge.cycle.run import run_cycle
+from bridge.intake.ingest import import_file
+from bridge.intake.sources import read_context
+from bridge.learning.feedback import record_feedback
+from bridge.learning.implicit import detect
 from bridge.store.models import Feedback, ImplicitWatch, Recommendation
 from tests.conftest import DEMO_NOW
 

@@ -8,9 +8,9 @@ import pytest
 import respx
 from typer.testing import CliRunner
 
-from bridge.cli import app
-from bridge.ingest import import_file
-from bridge.progress import records_progress
+from bridge.cli.main import app
+from bridge.cli.progress import records_progress
+from bridge.intake.ingest import import_file
 from tests.conftest import FIXTURES, SAMPLE
 from tests.helpers import write_config
 

@@ -4,7 +4,7 @@ import pytest
 from sqlmodel import select
 
 from bridge.errors import InputError
-from bridge.ingest import import_file
+from bridge.intake.ingest import import_file
 from bridge.store.db import utcnow
 from bridge.store.models import CalendarEvent, ImportedFile, Reading
 from tests.conftest import SAMPLE
@@ -74,7 +74,7 @@ def test_ics_import_twice_keeps_counts(store, ctx, tmp_path):
 def test_the_fast_sqlite_writer_stores_exactly_what_upsert_stores(store, ctx):
     from datetime import UTC, datetime, timedelta, timezone
 
-    from bridge.ingest import READING_KEY, READING_UPDATE, ReadingWriter
+    from bridge.intake.ingest import READING_KEY, READING_UPDATE, ReadingWriter
     from bridge.store import upsert
     from connectors.base import ReadingRecord
 

@@ -7,9 +7,10 @@ import pytest
 from sqlalchemy import select, update
 from typer.testing import CliRunner
 
-from bridge.cli import _state, app
-from bridge.ingest import import_file
-from bridge.pipeline import recompute_meters
+from bridge.cli.core import state as _state
+from bridge.cli.main import app
+from bridge.cycle.meters import recompute_meters
+from bridge.intake.ingest import import_file
 from bridge.store import upsert
 from bridge.store.models import CalendarEvent, MeterSnapshot, Reading
 from connectors.base import ReadingRecord

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from bridge.cli import app
+from bridge.cli.main import app
 from bridge.sim.evaluate import evaluate, rolling
 from tests.helpers import write_config
 

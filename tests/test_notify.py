@@ -10,11 +10,12 @@ import pytest
 import respx
 from sqlalchemy import select
 
-from bridge.notify import notify_recommendation, set_ntfy_token
-from bridge.pipeline import announce, recommend, run_cycle
+from bridge.auth.access import ensure_access_token
+from bridge.cycle.recommend import recommend
+from bridge.cycle.run import announce, run_cycle
+from bridge.out.notify import notify_recommendation, set_ntfy_token
 from bridge.store import Store
 from bridge.store.models import Notification, Recommendation
-from bridge.web.access import ensure_access_token
 from tests.conftest import DEMO_NOW
 
 NTFY = "https://ntfy.example.org"
@@ -142,7 +143,7 @@ def test_a_failed_send_is_retried_a_few_times_then_given_up(demo, memory_keyring
 
 @respx.mock
 def test_answered_or_past_recommendations_are_not_announced(demo, memory_keyring):
-    from bridge.feedback import record_feedback
+    from bridge.learning.feedback import record_feedback
 
     settings, store = demo
     settings = configured(settings, webhook_url=HOOK)
@@ -162,7 +163,7 @@ def test_nothing_is_sent_when_notify_is_not_configured(demo, memory_keyring):
 
 
 def test_a_crashing_notifier_never_stops_the_cycle(demo, memory_keyring, monkeypatch, caplog):
-    import bridge.notify
+    import bridge.out.notify
 
     settings, store = demo
     settings = configured(settings, webhook_url=HOOK)
@@ -170,7 +171,7 @@ def test_a_crashing_notifier_never_stops_the_cycle(demo, memory_keyring, monkeyp
     def boom(*_a, **_k):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(bridge.notify, "notify_recommendation", boom)
+    monkeypatch.setattr(bridge.out.notify, "notify_recommendation", boom)
     assert announce(store, settings, the_rec(store), DEMO_NOW) == {}
     assert "notifications crashed" in caplog.text
 

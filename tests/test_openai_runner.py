@@ -149,7 +149,7 @@ def test_openai_runner_needs_an_endpoint():
 
 @respx.mock
 def test_the_stored_recommendation_records_the_fallback(store, settings):
-    from bridge.pipeline import recommend
+    from bridge.cycle.recommend import recommend
     from tests.conftest import DEMO_NOW
 
     respx.post(URL).mock(side_effect=httpx.ConnectError("Connection refused"))

@@ -11,16 +11,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from typer.testing import CliRunner
 
-from bridge.backup import backup
-from bridge.cli import app
-from bridge.daemon import MAX_CYCLE_SECONDS, CycleTracker
-from bridge.ingest import import_file
+from bridge.cli.main import app
+from bridge.daemon.scheduler import MAX_CYCLE_SECONDS, CycleTracker
+from bridge.daemon.systemd import sd_notify, watchdog_interval
+from bridge.intake.ingest import import_file
+from bridge.intake.sources import SyncOutcome, record_outcome
 from bridge.logs import MASK, JsonFormatter, RedactingFilter, redact, register_secret
-from bridge.sources import SyncOutcome, record_outcome
-from bridge.status import collect_status
+from bridge.out.backup import backup
+from bridge.out.status import collect_status
 from bridge.store import Store
 from bridge.store.models import Reading
-from bridge.systemd import sd_notify, watchdog_interval
 from tests.conftest import SAMPLE
 
 
@@ -174,7 +174,7 @@ def test_the_freshness_table_names_every_physiological_input_of_the_weights():
     import tomllib
     from importlib.resources import files
 
-    from bridge.status import METER_INPUTS
+    from bridge.out.status import METER_INPUTS
 
     weights = tomllib.loads(files("mappings").joinpath("meter_weights.toml").read_text())
     from_metric = {"hrv": ("hrv_sdnn", "hrv_rmssd"), "workouts": ("workout",)}

@@ -33,7 +33,7 @@ def test_the_wheel_carries_every_data_file_the_code_reads(tmp_path):
         "bridge/store/migrations/env.py",
         "bridge/store/migrations/script.py.mako",
         "bridge/store/migrations/versions/0001_initial_schema.py",
-        "bridge/systemd/rhythm-bridge.service",
+        "bridge/daemon/rhythm-bridge.service",
         "mappings/classifier_rules.toml",
         "mappings/meter_weights.toml",
     ):

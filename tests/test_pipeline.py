@@ -6,10 +6,12 @@ from datetime import timedelta
 import jsonschema
 import pytest
 
+from bridge.clock import target_slot
+from bridge.cycle.run import data_lock, run_cycle
 from bridge.errors import BridgeError
-from bridge.feedback import record_feedback
-from bridge.ingest import import_file
-from bridge.pipeline import data_lock, interaction_history, run_cycle, target_slot
+from bridge.intake.ingest import import_file
+from bridge.learning.feedback import record_feedback
+from bridge.learning.history import interaction_history
 from bridge.store.models import CalendarEvent, Feedback, MeterSnapshot, Reading, Recommendation
 from mappings.actions import ACTIONS
 from tests.conftest import DEMO_NOW, SAMPLE

@@ -2,14 +2,8 @@ from datetime import date, datetime, time
 
 import pytest
 
-from mappings.slots import (
-    SlotKey,
-    day_bounds,
-    parse_boundaries,
-    slot_bounds,
-    slot_of,
-    slots_between,
-)
+from bridge.config import parse_boundaries
+from mappings.slots import SlotKey, day_bounds, slot_bounds, slot_of, slots_between
 from tests.conftest import BERLIN
 
 

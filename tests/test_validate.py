@@ -2,7 +2,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bridge.ingest import import_file
+from bridge.intake.ingest import import_file
 from bridge.store.models import Reading
 from connectors.base import EventRecord, ReadingRecord
 from connectors.validate import check_event, check_reading

@@ -7,8 +7,8 @@ import zipfile
 import httpx
 import respx
 
-from bridge import ingest
-from bridge.sources import run_source
+from bridge.intake import ingest
+from bridge.intake.sources import run_source
 from bridge.store.models import CalendarEvent, ImportedFile, Reading
 from tests.conftest import FIXTURES, SAMPLE
 from tests.test_garmin_export import SLEEP

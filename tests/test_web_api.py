@@ -9,8 +9,9 @@ import pytest
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
+from bridge.auth.access import ensure_access_token
 from bridge.store.models import CalendarEvent, Feedback, Recommendation
-from bridge.web.access import COOKIE, csrf_token, ensure_access_token
+from bridge.web.access import COOKIE, csrf_token
 from bridge.web.app import create_app
 from mappings.actions import METERS
 from tests.conftest import DEMO_NOW
@@ -219,7 +220,8 @@ def test_a_label_can_be_corrected(demo, memory_keyring):
     with store.session() as s:
         assert s.get(CalendarEvent, ev["id"]).action == "LEARN"
     # The page's label is a classifier correction: it wins for every "Team standup" now.
-    from bridge.classification import build_classifier, corrections
+    from bridge.cycle.classify import build_classifier
+    from bridge.learning.corrections import corrections
 
     (fix,) = corrections(store)
     assert (fix.title, fix.action, fix.channel) == ("Team standup", "LEARN", "web")
@@ -272,7 +274,7 @@ def test_a_lan_bind_needs_the_access_token(demo, memory_keyring):
 
 
 def test_no_page_or_api_response_contains_a_secret(demo, memory_keyring):
-    from bridge.notify import set_ntfy_token
+    from bridge.out.notify import set_ntfy_token
 
     settings, store = demo
     token = ensure_access_token(settings)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from bridge.cli import app
+from bridge.cli.main import app
 from tests.conftest import SAMPLE
 from tests.helpers import write_config
 

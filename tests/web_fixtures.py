@@ -11,7 +11,7 @@ import keyring.core
 import pytest
 
 from bridge.config import Settings
-from bridge.demo import demo_settings, run_demo
+from bridge.cycle.demo import demo_settings, run_demo
 from bridge.store import Store
 from tests.helpers import MemoryKeyring
 

@@ -6,7 +6,7 @@ scores every candidate profile on a grid by how well it explains their history
 (accepted/ignored answers and the meter changes after accepted actions), takes the
 posterior, and recommends what that person most likely accepts, probing early on where
 the answers would teach it most, and never what is expected to push a meter below 0.2.
-No weights change at inference; a weekly adapter (bridge.adapter) can sharpen the prior.
+No weights change at inference; a weekly adapter (bridge.learning.adapter) can sharpen the prior.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ class BundledRunner:
         self.bias: np.ndarray | None = None
         self.history_since = None  # with an adapter: it already holds the older answers
         if adapter:
-            from bridge.adapter import load_adapter
+            from bridge.runner.adapter import load_adapter
 
             fitted = load_adapter(adapter, self.model)
             self.log_prior, self.bias = fitted.log_prior, fitted.action_bias

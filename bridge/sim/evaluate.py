@@ -24,7 +24,7 @@ SPLIT_NAMES = {"in": "in", "ood": "ood"}
 
 def _with_adapter(person: Person) -> Any:
     """Phase 3 in simulation: a month of answers with `bundled`, then a refitted adapter."""
-    from bridge.adapter import fit_adapter
+    from bridge.runner.adapter import fit_adapter
     from bridge.runner.bundled import BundledRunner, load_model
 
     # The same person in an earlier month: same profile, different luck.

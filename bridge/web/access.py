@@ -9,18 +9,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-import secrets
-from typing import TYPE_CHECKING
 
-from bridge.errors import ConfigError
-
-KEYRING_USER = "web-access-token"
 COOKIE = "rb_access"
+
+
 _LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
-
-
-if TYPE_CHECKING:
-    from bridge.config import Settings
 
 
 def is_loopback(host: str) -> bool:
@@ -31,31 +24,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def get_access_token(settings: Settings) -> str | None:
-    """The stored token, or None when there is none or no usable keyring."""
-    from bridge.secrets import Secrets
-
-    try:
-        return Secrets.from_settings(settings).get(KEYRING_USER)
-    except ConfigError:
-        return None
-
-
-def ensure_access_token(settings: Settings, *, rotate: bool = False) -> str:
-    """The stored token, made (or replaced) first when needed; ConfigError without a keyring.
-
-    Kept through bridge.secrets, so a headless server uses the encrypted-file keyring.
-    """
-    from bridge.secrets import Secrets
-
-    store = Secrets.from_settings(settings)
-    token = None if rotate else store.get(KEYRING_USER)
-    if not token:
-        token = secrets.token_urlsafe(32)
-        store.set(KEYRING_USER, token)
-    return token
 
 
 def csrf_token(key: str) -> str:

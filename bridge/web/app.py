@@ -25,10 +25,11 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from bridge.auth.access import ensure_access_token, get_access_token
 from bridge.config import Settings
 from bridge.errors import BridgeError, InputError
-from bridge.feedback import UnknownRecommendation, record_feedback
-from bridge.labels import LABELS, UnknownEvent, correct_event_label
+from bridge.learning.corrections import LABELS, UnknownEvent, correct_event_label
+from bridge.learning.feedback import UnknownRecommendation, record_feedback
 from bridge.store import Store
 from bridge.web import access, views
 from bridge.web.charts import sparkline
@@ -366,9 +367,7 @@ def create_app(
     """
     host = settings.web.host if host is None else host
     require_token = not access.is_loopback(host)
-    token = (
-        access.ensure_access_token(settings) if require_token else access.get_access_token(settings)
-    )
+    token = ensure_access_token(settings) if require_token else get_access_token(settings)
     state = WebState(
         settings=settings,
         store=store,

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 
 from bridge.config import Settings
-from bridge.export import _iso, events_of_day, recommendation_document, slot_documents
+from bridge.out.snapshot import events_of_day, iso, recommendation_document, slot_documents
 from bridge.store import Store
 from bridge.store.models import Feedback, Recommendation
 from mappings.actions import BELIEF_AXES, METERS
@@ -20,7 +20,7 @@ HISTORY_LIMIT = 20
 
 def meters(store: Store, settings: Settings, now: datetime, days: int = TREND_DAYS) -> dict:
     """The current slot's meters and every slot of the last `days` local days up to now."""
-    from bridge.pipeline import current_slot
+    from bridge.clock import current_slot
 
     cur = current_slot(settings, now)
     since = cur.local_date - timedelta(days=days - 1)
@@ -50,13 +50,13 @@ def _recommendation_row(
 def _with_answer(rec: Recommendation, fb: Feedback | None) -> dict[str, Any]:
     doc = recommendation_document(rec, fb)
     doc["channel"] = fb.channel if fb else None
-    doc["answered_at"] = _iso(fb.created_at) if fb else None
+    doc["answered_at"] = iso(fb.created_at) if fb else None
     return doc
 
 
 def recommendation(store: Store, settings: Settings, now: datetime) -> dict[str, Any] | None:
     """The recommendation for the coming slot, else the current slot's; None if neither."""
-    from bridge.pipeline import current_slot, target_slot
+    from bridge.clock import current_slot, target_slot
 
     keys = [target_slot(settings, now), current_slot(settings, now)]
     with store.session() as session:
@@ -80,14 +80,14 @@ def interaction_history(store: Store, limit: int = HISTORY_LIMIT) -> list[dict[s
 
 
 def events_today(store: Store, settings: Settings, now: datetime) -> list[dict[str, Any]]:
-    from bridge.pipeline import current_slot
+    from bridge.clock import current_slot
 
     return events_of_day(store, settings, current_slot(settings, now).local_date, with_ids=True)
 
 
 def status(store: Store, settings: Settings) -> dict[str, Any]:
     """Per-source sync status; the database URL stays out (it may name a user)."""
-    from bridge.status import collect_status
+    from bridge.out.status import collect_status
 
     doc = collect_status(settings, store)
     doc.pop("database", None)

@@ -4,7 +4,7 @@
 
 Each case is what one or two endpoints answer in an otherwise normal pull (the other
 endpoints answer the good bodies of tests/fixtures); tests/test_bad_inputs_api.py runs it
-through the connector's real `pull` and `bridge.sources.run_source`. `expect` is as for the
+through the connector's real `pull` and `bridge.intake.sources.run_source`. `expect` is as for the
 file corpus: "error" (one clear line naming the source, nothing stored, cursors unchanged),
 "skip" (the bad records skipped and counted, the good ones in the same answer kept) or
 "accept" (odd but usable: stored, long text clipped, in bounded memory).

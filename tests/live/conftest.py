@@ -8,8 +8,8 @@ import keyring
 import pytest
 from keyring.backends import fail
 
+from bridge.auth.secrets import KEY_ENV, EncryptedFileKeyring, Secrets
 from bridge.config import Settings
-from bridge.secrets import KEY_ENV, EncryptedFileKeyring, Secrets
 
 TEST_KEY = "test-only-keyring-key"
 

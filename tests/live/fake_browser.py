@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 import requests
 
-from bridge.auth_flows import Prompter
+from bridge.intake.connect import Prompter
 
 
 class FakeBrowser:

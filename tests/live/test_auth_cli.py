@@ -13,11 +13,12 @@ import pytest
 import respx
 from typer.testing import CliRunner
 
-from bridge.cli import _state, app
+from bridge.auth.oauth import Pkce, code_from_redirect, wait_for_redirect
+from bridge.auth.secrets import Secrets
+from bridge.cli.core import state as _state
+from bridge.cli.main import app
 from bridge.config import load_settings
-from bridge.oauth import Pkce, code_from_redirect, wait_for_redirect
-from bridge.secrets import Secrets
-from bridge.sources import get_state
+from bridge.intake.sources import get_state
 from bridge.store import Store
 from connectors.google_calendar import TOKEN_SECRET as GOOGLE_TOKEN
 from connectors.whoop import TOKEN_SECRET as WHOOP_TOKEN
@@ -59,7 +60,7 @@ def config(tmp_path: Path) -> Path:
 
 def _run(config: Path, *args: str, browser: FakeBrowser | None = None, monkeypatch=None):
     if browser is not None:
-        monkeypatch.setattr("bridge.commands.auth._prompter", browser.prompter)
+        monkeypatch.setattr("bridge.cli.auth._prompter", browser.prompter)
     return CliRunner().invoke(app, ["--config", str(config), *args])
 
 
@@ -126,7 +127,7 @@ def test_auth_google_paste_flow_and_reauth_clears_the_status(
     store = Store(load_settings(config).database_url)
     from datetime import UTC, datetime
 
-    from bridge.sources import SyncOutcome, record_outcome
+    from bridge.intake.sources import SyncOutcome, record_outcome
 
     record_outcome(
         store, SyncOutcome("google_calendar", "reauth_required", error="x"), datetime.now(UTC)
@@ -301,7 +302,7 @@ def test_auth_whoop_with_a_wrong_secret_asks_again_next_time(
 def test_auth_google_loopback_listener(config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from google_auth_oauthlib.flow import InstalledAppFlow
 
-    from bridge.auth_flows import authorize_google
+    from bridge.intake.connect import authorize_google
 
     port = _free_port()
     monkeypatch.setenv("RHYTHM_BRIDGE_SOURCES__GOOGLE_CALENDAR__REDIRECT_PORT", str(port))
@@ -338,7 +339,7 @@ def test_auth_google_loopback_listener(config: Path, monkeypatch: pytest.MonkeyP
     thread = threading.Thread(target=browser)
     thread.start()
     said: list[str] = []
-    from bridge.auth_flows import Prompter
+    from bridge.intake.connect import Prompter
 
     message = authorize_google(
         settings,

@@ -8,8 +8,8 @@ from pathlib import Path
 import respx
 
 from bridge.config import Settings
-from bridge.pipeline import run_cycle
-from bridge.sources import get_state
+from bridge.cycle.run import run_cycle
+from bridge.intake.sources import get_state
 from bridge.store import Store
 from tests.conftest import DEMO_NOW, SAMPLE
 

@@ -13,8 +13,8 @@ import respx
 from sqlalchemy import select
 
 from bridge.config import Settings
-from bridge.live import load_cursors
-from bridge.sources import get_state, is_due, run_source
+from bridge.intake.live import load_cursors
+from bridge.intake.sources import get_state, is_due, run_source
 from bridge.store import Store
 from bridge.store.models import Reading
 from connectors.base import ReadContext

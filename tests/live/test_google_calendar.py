@@ -13,10 +13,10 @@ import pytest
 from googleapiclient.http import HttpMockSequence
 from sqlalchemy import select
 
+from bridge.auth.secrets import Secrets
 from bridge.config import Settings
-from bridge.live import load_cursors
-from bridge.secrets import Secrets
-from bridge.sources import get_state, is_due, run_source
+from bridge.intake.live import load_cursors
+from bridge.intake.sources import get_state, is_due, run_source
 from bridge.store import Store
 from bridge.store.models import CalendarEvent
 from connectors.base import ReadContext

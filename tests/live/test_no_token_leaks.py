@@ -15,9 +15,10 @@ import respx
 from googleapiclient.http import HttpMockSequence
 from typer.testing import CliRunner
 
-from bridge.cli import _state, app
+from bridge.auth.secrets import Secrets
+from bridge.cli.core import state as _state
+from bridge.cli.main import app
 from bridge.config import load_settings
-from bridge.secrets import Secrets
 from tests.helpers import write_config
 from tests.live.fake_browser import FakeBrowser, fake_requests_token_endpoint
 from tests.live.test_garmin import API as GARMIN_API
@@ -85,7 +86,7 @@ def test_no_secret_leaks_into_logs_db_exports_or_output(
 
     def run(*args: str, browser: FakeBrowser | None = None) -> None:
         if browser is not None:
-            monkeypatch.setattr("bridge.commands.auth._prompter", browser.prompter)
+            monkeypatch.setattr("bridge.cli.auth._prompter", browser.prompter)
         _state.clear()
         result = CliRunner().invoke(app, ["--config", str(config), "-v", *args])
         outputs.append(result.output)

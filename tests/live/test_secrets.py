@@ -9,8 +9,8 @@ import keyring
 import keyring.backend
 import pytest
 
+from bridge.auth.secrets import KEY_ENV, SERVICE, EncryptedFileKeyring, Secrets, choose_backend
 from bridge.errors import ConfigError
-from bridge.secrets import KEY_ENV, SERVICE, EncryptedFileKeyring, Secrets, choose_backend
 
 
 def test_round_trip_is_encrypted_atomic_and_private(tmp_path: Path) -> None:

@@ -14,10 +14,10 @@ import pytest
 import respx
 from sqlalchemy import select
 
+from bridge.auth.secrets import Secrets
 from bridge.config import Settings
-from bridge.live import load_cursors
-from bridge.secrets import Secrets
-from bridge.sources import get_state, is_due, run_source
+from bridge.intake.live import load_cursors
+from bridge.intake.sources import get_state, is_due, run_source
 from bridge.store import Store
 from bridge.store.models import Reading
 from connectors.base import ReadContext

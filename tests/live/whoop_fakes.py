@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 
 import httpx
 
-from bridge.secrets import Secrets
+from bridge.auth.secrets import Secrets
 from connectors.whoop import TOKEN_SECRET
 from tests.conftest import FIXTURES
 

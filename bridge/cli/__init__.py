@@ -1,0 +1,1 @@
+"""The faces' command line: `bridge.cli.main:app` with one module per group of commands."""

@@ -1,0 +1,5 @@
+"""`python -m bridge.cli`."""
+
+from bridge.cli.main import main
+
+main()

@@ -1,0 +1,105 @@
+"""The `rhythm-bridge` command line's spine: the typer app, its global options, and the
+helpers every command uses (the settings and store of this invocation, JSON output).
+
+Thin: commands parse, call one library function, print. Heavy modules (pandas,
+SQLAlchemy, the connectors) are imported inside the commands so `rhythm-bridge --help`
+stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from bridge.errors import BridgeError
+
+if TYPE_CHECKING:
+    from bridge.config import Settings
+    from bridge.store import Store
+
+
+class _Group(TyperGroup):
+    """Turns library errors into one line on stderr and exit code 2, in one place."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BridgeError as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(2) from None
+        finally:
+            # Each invocation owns its store: close its connections when the command ends
+            # (an embedding program or a test may invoke many commands in one process).
+            store = state.pop("store", None)
+            if store is not None:
+                store.dispose()
+            state.pop("settings", None)
+
+
+app = typer.Typer(
+    cls=_Group,
+    no_args_is_help=True,
+    add_completion=False,
+    help="Bridge your wearables and calendar to a personal-life model.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+state: dict[str, Any] = {}
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+@app.callback()
+def _main(
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            envvar="RHYTHM_BRIDGE_CONFIG",
+            help="Config file (default: platform config dir).",
+        ),
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each step.")] = False,
+    log_json: Annotated[
+        bool, typer.Option("--log-json", envvar="RHYTHM_BRIDGE_LOG_JSON", help="Log JSON lines.")
+    ] = False,
+) -> None:
+    from bridge.logs import setup_logging
+
+    state["config"] = config
+    state["log_json"] = log_json
+    setup_logging(logging.INFO if verbose else logging.WARNING, as_json=log_json)
+
+
+def current_settings() -> Settings:
+    from bridge.config import load_settings
+
+    if "settings" not in state:
+        state["settings"] = load_settings(state.get("config"))
+    return state["settings"]
+
+
+def current_store() -> Store:
+    from bridge.store import Store
+
+    if "store" not in state:
+        state["store"] = Store(current_settings().database_url)
+    return state["store"]
+
+
+def print_json(doc: Any) -> None:
+    typer.echo(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
+
+
+def fmt(value: float | None) -> str:
+    return "  —  " if value is None else f"{value:5.2f}"

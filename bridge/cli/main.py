@@ -1,0 +1,23 @@
+"""`rhythm-bridge`: the typer app with every command module registered on it."""
+
+from __future__ import annotations
+
+# Each command module registers its commands on `app` when imported (one line each).
+import bridge.cli.auth
+import bridge.cli.classifier
+import bridge.cli.model
+import bridge.cli.notify
+import bridge.cli.ops
+import bridge.cli.pipeline
+import bridge.cli.web  # noqa: F401
+from bridge.cli.core import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""`rhythm-bridge serve` and `rhythm-bridge web-token`: the page on its own, and its token."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from bridge.cli.core import app, current_settings, current_store
+
+
+@app.command()
+def serve(
+    host: Annotated[
+        str | None, typer.Option(help="Address to bind (default: [web] host, 127.0.0.1).")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default: [web] port, 8765).")] = None,
+) -> None:
+    """Serve the web page and its JSON API (no scheduler) until Ctrl-C or SIGTERM."""
+    from bridge.web.access import is_loopback
+    from bridge.web.server import serve as run_server
+
+    settings = current_settings()
+    host = settings.web.host if host is None else host
+    port = settings.web.port if port is None else port
+    shown = f"[{host}]" if ":" in host else host
+    typer.echo(f"serving http://{shown}:{port}/ (Ctrl-C stops)")
+    if not is_loopback(host):
+        typer.echo("other devices sign in with the token that `rhythm-bridge web-token` prints")
+    run_server(settings, current_store(), host, port)
+
+
+@app.command("web-token")
+def web_token(
+    rotate: Annotated[
+        bool,
+        typer.Option("--rotate", help="Replace it; devices must sign in again."),
+    ] = False,
+) -> None:
+    """Print the web access token (kept in the keyring; made on first use)."""
+    from bridge.auth.access import ensure_access_token
+
+    typer.echo(ensure_access_token(current_settings(), rotate=rotate))

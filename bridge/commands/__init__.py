@@ -1,1 +1,0 @@
-"""CLI commands grouped by area; each module registers itself on `bridge.cli.app`."""

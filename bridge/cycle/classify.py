@@ -1,0 +1,260 @@
+"""The layered classifier wired to one installation (the LLM cache in the store, the
+retrained model in the data dir, the LLM client from the config), and the cycle's step
+that labels new and changed events.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+
+from bridge.config import Settings
+from bridge.errors import ConfigError, InputError
+from bridge.store import Store, upsert
+from bridge.store.db import utcnow
+from bridge.store.models import LLMAnswer
+from mappings.classifier import KeywordClassifier, RulesError
+from mappings.classifier_layers import LayeredClassifier
+from mappings.classifier_model import (
+    LearnedModel,
+    ModelError,
+    bundled_training_set,
+    corrections_digest,
+    read_labelled,
+    save,
+    train,
+)
+from mappings.classifier_model import load as load_model
+from mappings.classifier_overrides import Correction, Overrides
+
+if TYPE_CHECKING:
+    from bridge.cycle.llm_client import LLMClient
+
+
+from sqlalchemy import update
+
+from bridge.learning.corrections import corrections
+from bridge.store.models import CalendarEvent
+
+log = logging.getLogger("rhythm_bridge.classifier")
+
+
+LOCAL_MODEL = "classifier_model.npz"
+
+
+LLM_CALLS_KEY = "classifier.llm_calls"
+
+
+def local_model_path(settings: Settings) -> Path:
+    """Where the model retrained from the person's corrections lives."""
+    return settings.data_path / LOCAL_MODEL
+
+
+def _model(settings: Settings) -> LearnedModel:
+    chosen = settings.classifier.model_file
+    path = Path(chosen) if chosen else local_model_path(settings)
+    try:
+        return load_model(path if chosen or path.exists() else None)
+    except ModelError as err:
+        if chosen:
+            raise ConfigError(f"classifier.model_file: {err}") from None
+        # A damaged local retrain must not stop classification: the bundled model still works.
+        log.warning("%s; using the bundled model", err)
+        return load_model(None)
+
+
+def llm_client(
+    settings: Settings, store: Store | None, *, dry_run: bool = False
+) -> LLMClient | None:
+    """The LLM layer when an endpoint is configured (or for a dry run), else None."""
+    from bridge.cycle.llm_client import LLMClient
+    from mappings.classifier_llm import detect_api
+
+    cfg = settings.classifier
+    if not cfg.llm_endpoint and not dry_run:
+        return None
+    if cfg.llm_endpoint and not cfg.llm_model:
+        raise ConfigError("classifier.llm_model: set the model name to use with llm_endpoint")
+    api = detect_api(cfg.llm_endpoint) if cfg.llm_api == "auto" else cfg.llm_api
+    client = LLMClient(
+        endpoint=cfg.llm_endpoint,
+        model=cfg.llm_model or "(llm_model)",
+        api=api,
+        timeout=cfg.llm_timeout_seconds,
+        budget=cfg.llm_daily_budget,
+        dry_run=dry_run,
+    )
+    if store is not None:
+        with store.session() as session:
+            rows = session.execute(select(LLMAnswer).where(LLMAnswer.model == client.model))
+            client.cache = {r.title_key: (r.action, r.confidence) for r in rows.scalars()}
+        day, _, count = (store.get_meta(LLM_CALLS_KEY) or "").partition(" ")
+        client.calls = int(count) if day == _today(settings) and count.isdigit() else 0
+    return client
+
+
+def _today(settings: Settings) -> str:
+    return utcnow().astimezone(settings.tz).date().isoformat()
+
+
+def save_llm_state(store: Store, settings: Settings, client: LLMClient | None) -> None:
+    """Keep the new LLM answers and today's call count (the budget survives restarts);
+    close the client's connections."""
+    if client is None:
+        return
+    client.close()
+    if client.dry_run:
+        return
+    now = utcnow()
+    rows = [
+        {
+            "model": client.model,
+            "title_key": key,
+            "action": action,
+            "confidence": conf,
+            "created_at": now,
+        }
+        for key, (action, conf) in client.new_answers.items()
+    ]
+    with store.transaction() as session:
+        upsert(
+            session, LLMAnswer, rows, keys=("model", "title_key"), update=("action", "confidence")
+        )
+        store.set_meta(session, LLM_CALLS_KEY, f"{_today(settings)} {client.calls}")
+    client.new_answers.clear()
+
+
+def build_classifier(
+    settings: Settings, store: Store | None, *, dry_run: bool = False
+) -> LayeredClassifier:
+    """Corrections, rules, the model and (if configured) the LLM, stacked."""
+    try:
+        rules = KeywordClassifier(settings.classifier.rules_file or None)
+    except RulesError as err:
+        raise ConfigError(f"classifier.rules_file: {err}") from None
+    overrides = Overrides(
+        Correction(c.pattern, c.action) for c in (corrections(store) if store else [])
+    )
+    return LayeredClassifier(
+        rules=rules,
+        model=_model(settings),
+        overrides=overrides,
+        llm=llm_client(settings, store, dry_run=dry_run),
+    )
+
+
+@dataclass
+class TrainReport:
+    path: Path
+    examples: int
+    corrections: int
+    labels: int
+
+
+def retrain(
+    settings: Settings | None,
+    store: Store | None,
+    *,
+    out: Path | None = None,
+    training_set: Path | None = None,
+) -> TrainReport:
+    """Fit the model on the training set plus the stored corrections and save it."""
+    source = training_set or bundled_training_set()
+    try:
+        pairs = read_labelled(source)
+    except (OSError, ModelError) as err:
+        raise InputError(str(err)) from None
+    fixes = [(c.title, c.action) for c in (corrections(store) if store else [])]
+    if out is None:
+        if settings is None:
+            raise InputError("say where to write the model (--out)")
+        out = local_model_path(settings)
+    model = train(pairs, extra_weight=fixes)
+    save(model, out)
+    return TrainReport(out, len(pairs), len(fixes), len(model.labels))
+
+
+def retrain_if_corrected(settings: Settings, store: Store) -> bool:
+    """Retrain the local model when the corrections changed since it was trained."""
+    if settings.classifier.model_file:
+        return False  # the person chose a model file; leave it alone
+    fixes = [(c.title, c.action) for c in corrections(store)]
+    path = local_model_path(settings)
+    if not fixes and not path.exists():
+        return False
+    try:
+        current = load_model(path).meta.get("corrections_digest") if path.exists() else None
+    except ModelError:
+        current = None
+    if current == corrections_digest(fixes):
+        return False
+    retrain(settings, store)
+    log.info("classifier model retrained with %d corrections", len(fixes))
+    return True
+
+
+CLASSIFIER_VERSION_KEY = "classifier.version"
+
+
+def classify_events(store: Store, settings: Settings) -> int:
+    """Label every event that is new or changed since it was last labelled.
+
+    Everything is labelled again when the classifier itself changed (rules, model or a
+    correction); UNCLASSIFIED events are retried while an LLM is configured.
+    """
+    from bridge.cycle.classify import build_classifier, retrain_if_corrected, save_llm_state
+    from mappings.actions import UNCLASSIFIED
+    from mappings.classifier import EventInfo
+
+    retrain_if_corrected(settings, store)
+    classifier = build_classifier(settings, store)
+    version = classifier.version
+    changed = store.get_meta(CLASSIFIER_VERSION_KEY) != version
+    stmt = select(CalendarEvent)
+    if not changed:
+        todo = CalendarEvent.classified_hash != CalendarEvent.content_hash
+        if classifier.llm is not None:
+            todo = todo | (CalendarEvent.action == UNCLASSIFIED)
+        stmt = stmt.where(todo)
+    with store.session() as session:
+        rows = session.execute(stmt).scalars().all()
+    # Classify outside the write transaction: an LLM call may take seconds.
+    results = classifier.classify_many(
+        [
+            EventInfo(
+                title=ev.title,
+                event_type=ev.event_type,
+                all_day=ev.all_day,
+                attendee_count=ev.attendee_count,
+                transparency=ev.transparency,
+                duration_min=(ev.end_utc - ev.start_utc).total_seconds() / 60,
+                start_hour=ev.start_utc.astimezone(settings.tz).hour,
+            )
+            for ev in rows
+        ]
+    )
+    relabelled = 0
+    with store.transaction() as session:
+        for ev, result in zip(rows, results, strict=True):
+            new = (result.action, result.confidence, result.layer, ev.content_hash)
+            if (ev.action, ev.action_confidence, ev.action_layer, ev.classified_hash) == new:
+                continue
+            # Only if the event is unchanged since it was read (a sync may run meanwhile).
+            relabelled += session.execute(
+                update(CalendarEvent)
+                .where(CalendarEvent.id == ev.id, CalendarEvent.content_hash == ev.content_hash)
+                .values(
+                    action=result.action,
+                    action_confidence=result.confidence,
+                    action_layer=result.layer,
+                    classified_hash=ev.content_hash,
+                )
+            ).rowcount
+        if changed:
+            store.set_meta(session, CLASSIFIER_VERSION_KEY, version)
+    save_llm_state(store, settings, classifier.llm)  # type: ignore[arg-type]
+    return relabelled

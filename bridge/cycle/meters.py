@@ -1,0 +1,174 @@
+"""The cycle's meter step: recompute the slots whose inputs changed, and store them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import String, select, type_coerce
+
+from bridge.clock import current_slot
+from bridge.config import Settings
+from bridge.errors import ConfigError
+from bridge.store import Store, upsert
+from bridge.store.db import dumps, utcnow
+from bridge.store.models import CalendarEvent, MeterSnapshot, Reading
+from mappings.actions import METERS
+from mappings.slots import SlotKey, slot_bounds, slots_between
+
+# Baselines look 60 days back from the day before a slot; weekly windows 7 days.
+BASELINE_LOOKBACK_DAYS = 63
+
+
+DEADLINE_DAYS = 8  # deadline proximity looks a week ahead
+
+
+# Bounds the index scan when loading meter inputs: a reading or event that started longer
+# ago than this before the window is not read (a month-long record is not a measurement).
+LONGEST_RECORD = timedelta(days=31)
+
+
+def _frames(
+    store: Store, lo: datetime, hi: datetime, events_hi: datetime | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The meter inputs overlapping [lo, hi) (events up to `events_hi`, for deadlines)."""
+    from mappings.frames import (
+        EVENT_COLUMNS,
+        READING_COLUMNS,
+        USED_METRICS,
+        empty_events,
+        empty_readings,
+    )
+
+    r, e = Reading.__table__, CalendarEvent.__table__  # type: ignore[attr-defined]
+
+    def raw(table: Any, column: str) -> Any:
+        # Instants as the database returns them (text on SQLite): pandas parses them in
+        # bulk, much faster than one aware datetime per row.
+        col = table.c[column]
+        return type_coerce(col, String).label(column) if column.endswith("_utc") else col
+
+    with store.session() as session:
+        readings = session.execute(
+            select(*(raw(r, c) for c in READING_COLUMNS)).where(
+                r.c.metric.in_(sorted(USED_METRICS)),
+                r.c.start_utc >= lo - LONGEST_RECORD,
+                r.c.start_utc < hi,
+                r.c.end_utc >= lo,
+            )
+        ).all()
+        events = session.execute(
+            select(*(raw(e, c) for c in EVENT_COLUMNS)).where(
+                e.c.start_utc >= lo - LONGEST_RECORD,
+                e.c.start_utc < (events_hi or hi),
+                e.c.end_utc >= lo,
+            )
+        ).all()
+    # Plain tuples: pandas probes each SQLAlchemy Row for attributes, which is slow.
+    rf = (
+        pd.DataFrame(list(map(tuple, readings)), columns=READING_COLUMNS)
+        if readings
+        else empty_readings()
+    )
+    ef = pd.DataFrame(list(map(tuple, events)), columns=EVENT_COLUMNS) if events else empty_events()
+    return rf, ef
+
+
+def meter_weights(settings: Settings) -> Any:
+    """The meter weights: the bundled file, or the person's own laid over it."""
+    from mappings.meters import WeightsError, load_weights
+
+    path = settings.meters.weights_file
+    try:
+        return load_weights(Path(path) if path else None)
+    except WeightsError as err:
+        raise ConfigError(f"config key 'meters.weights_file': {err}") from None
+
+
+def recompute_meters(store: Store, settings: Settings, now: datetime, *, full: bool = False) -> int:
+    """Recompute the export window's meter slots whose inputs changed since the last run.
+
+    Plus the current slot and the one that was current last time; `full=True` (or new
+    weights, zone or slot boundaries) redoes the whole window. Idempotent: the same state
+    and `now` give the same rows. Returns how many slots were computed.
+    """
+    from bridge.cycle.meter_changes import (
+        STATE_KEY,
+        MeterState,
+        fingerprints,
+        first_changed_day,
+        slots_to_recompute,
+    )
+    from mappings.meters import compute_slots
+
+    weights = meter_weights(settings)
+    tz, bounds = settings.tz, settings.boundaries
+    last = current_slot(settings, now)
+    first = SlotKey(last.local_date - timedelta(days=settings.export.days - 1), 0)
+    window = slots_between(first, last)
+    lookback = timedelta(days=BASELINE_LOOKBACK_DAYS)
+    window_lo = slot_bounds(first.prev(), tz, bounds)[0]
+    hi = slot_bounds(last, tz, bounds)[1] + timedelta(days=1)
+    since = window_lo - lookback
+    prints = fingerprints(
+        store, since, hi + timedelta(days=DEADLINE_DAYS), weights.calendar_rules().deadline_pattern
+    )
+    config = f"{weights.version}|{tz}|{','.join(b.isoformat() for b in bounds)}"
+    state = None if full else MeterState.load(store)
+    if state is None or state.config != config:
+        todo = window
+    else:
+        with store.session() as session:
+            stored = {
+                (d, s)
+                for d, s in session.execute(
+                    select(MeterSnapshot.local_date, MeterSnapshot.slot).where(
+                        MeterSnapshot.local_date >= first.local_date
+                    )
+                )
+            }
+        last_current = (
+            current_slot(settings, datetime.fromisoformat(state.as_of)) if state.as_of else None
+        )
+        todo = slots_to_recompute(
+            window, stored, first_changed_day(state.days, prints, since.date()), last_current
+        )
+    # One contiguous run (every slot's delta needs the one before), starting one slot
+    # early so the first has its delta too.
+    todo = [todo[0].prev(), *window[window.index(todo[0]) :]]
+    lo = slot_bounds(todo[0], tz, bounds)[0] - lookback
+    readings, events = _frames(store, lo, hi, hi + timedelta(days=DEADLINE_DAYS))
+    results = compute_slots(
+        readings, events, todo, tz=tz, now=now, boundaries=bounds, weights=weights
+    )[1:]
+    stamp = utcnow()
+    rows = []
+    for res in results:
+        row: dict[str, Any] = {
+            "local_date": res.key.local_date,
+            "slot": res.key.slot,
+            "day": res.key.day,
+            "timestep": res.key.timestep,
+            "mapping_version": res.mapping_version,
+            "provenance": dumps({m: res.meters[m].provenance for m in METERS}),
+            "deltas": dumps(res.deltas),
+            "computed_at": stamp,
+        }
+        for m in METERS:
+            row[m] = res.meters[m].value
+            row[f"{m}_confidence"] = res.meters[m].confidence
+        rows.append(row)
+    new_state = MeterState(config, now.astimezone(UTC).isoformat(), prints)
+    with store.transaction() as session:
+        upsert(
+            session,
+            MeterSnapshot,
+            rows,
+            keys=("local_date", "slot"),
+            update=tuple(k for k in rows[0] if k not in ("local_date", "slot", "computed_at")),
+            touch=("computed_at",),
+        )
+        store.set_meta(session, STATE_KEY, new_state.dumps())
+    return len(rows)

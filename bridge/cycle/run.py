@@ -1,0 +1,125 @@
+"""One cycle: sync due sources -> classify new events -> recompute meter slots ->
+recommend for the coming slot -> write the JSON snapshot.
+
+Every step is idempotent: running the same cycle twice leaves the same rows.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bridge.config import Settings
+from bridge.cycle.classify import classify_events
+from bridge.cycle.meters import recompute_meters
+from bridge.cycle.recommend import recommend
+from bridge.errors import BridgeError
+from bridge.intake.sources import SyncOutcome, enabled_sources, is_due, read_context, run_source
+from bridge.store import Store
+from bridge.store.models import Recommendation
+
+log = logging.getLogger("rhythm_bridge.cycle")
+
+
+@dataclass
+class CycleReport:
+    now: datetime
+    synced: list[SyncOutcome] = field(default_factory=list)
+    classified: int = 0
+    slots: int = 0
+    recommendation: dict[str, Any] | None = None
+    implicit: dict[str, list[int]] = field(default_factory=dict)
+    notified: dict[str, str] = field(default_factory=dict)
+    snapshot: str | None = None
+    seconds: float = 0.0
+
+
+@contextmanager
+def data_lock(data_dir: Path, timeout: float = 120.0) -> Iterator[None]:
+    """One cycle at a time per data dir (the daemon and a manual run must not overlap)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / ".cycle.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise BridgeError(
+                        f"another rhythm-bridge cycle holds {path}; try again later"
+                    ) from None
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def answer_implicitly(store: Store, settings: Settings, now: datetime) -> dict[str, list[int]]:
+    """Calendar-driven accepts and reschedules, and expiry of unanswered recommendations."""
+    from bridge.learning.implicit import detect
+
+    found = detect(store, settings, now)
+    return {"accepted": found.accepted, "rescheduled": found.rescheduled, "expired": found.expired}
+
+
+def announce(store: Store, settings: Settings, rec: Recommendation, now: datetime) -> dict:
+    """Notify about the recommendation once per channel; a failing notifier never stops a cycle."""
+    from bridge.out.notify import notify_recommendation
+
+    try:
+        return notify_recommendation(store, settings, rec, now)
+    except Exception:
+        log.exception("notifications crashed; the cycle goes on")
+        return {}
+
+
+def run_cycle(
+    settings: Settings,
+    store: Store,
+    now: datetime | None = None,
+    *,
+    only: list[str] | None = None,
+    force_sync: bool = False,
+) -> CycleReport:
+    """Run one full cycle; sources that fail are recorded and the rest carry on."""
+    from bridge.out.snapshot import build_snapshot, write_snapshot
+
+    started = time.perf_counter()
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    report = CycleReport(now=now)
+    with data_lock(settings.data_path):
+        ctx = read_context(settings, now)
+        for source in only if only is not None else enabled_sources(settings):
+            if force_sync or is_due(store, settings, source, now):
+                report.synced.append(run_source(store, settings, source, ctx))
+        report.classified = classify_events(store, settings)
+        report.slots = recompute_meters(store, settings, now)
+        rec = recommend(store, settings, now)
+        report.recommendation = {"id": rec.id, "action": rec.action, "rationale": rec.rationale}
+        report.implicit = answer_implicitly(store, settings, now)
+        report.notified = announce(store, settings, rec, now)
+        doc = build_snapshot(store, settings, now)
+        report.snapshot = str(write_snapshot(doc, settings.export_path))
+        with store.transaction() as session:
+            store.set_meta(session, "last_cycle_at", now.isoformat())
+    report.seconds = time.perf_counter() - started
+    log.info(
+        "cycle synced=%d classified=%d slots=%d recommendation=%s seconds=%.2f",
+        len(report.synced),
+        report.classified,
+        report.slots,
+        rec.action,
+        report.seconds,
+    )
+    return report

@@ -1,0 +1,1 @@
+"""The long-running face: the scheduler that runs cycles, systemd notifications, the unit file."""

@@ -1,0 +1,306 @@
+"""One-time setup of each live source: OAuth or API key, stored through the keyring.
+
+Every flow works over SSH without a browser on the server: it prints the authorization
+URL, the person opens it anywhere, and pastes back the address the browser was sent to
+(or just the code). A loopback listener is the alternative on a machine with a browser.
+The flows talk to the person only through `Prompter`, so the CLI and the tests drive
+them the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from bridge.auth.oauth import (
+    Pkce,
+    authorization_url,
+    code_from_redirect,
+    new_state,
+    wait_for_redirect,
+)
+from bridge.auth.secrets import Secrets, quiet_secret_loggers
+from bridge.config import Settings
+from bridge.errors import AuthExpired, BridgeError, ConfigError
+
+quiet_secret_loggers()
+
+# config section name -> the names `rhythm-bridge auth` accepts for it
+AUTH_NAMES = {"google_calendar": "google", "whoop": "whoop", "garmin": "garmin"}
+GOOGLE_TESTING_WARNING = (
+    "Note: if your OAuth consent screen is in 'Testing', Google expires the refresh token "
+    "after 7 days and you would have to run this again every week. In the Google Cloud "
+    "console, set the app's publishing status to 'In production' (an unverified app is "
+    "fine for your own account) before you continue."
+)
+
+
+@dataclass
+class Prompter:
+    say: Callable[[str], None]
+    ask: Callable[[str], str]
+    ask_secret: Callable[[str], str]
+
+
+def source_name(name: str) -> str:
+    """`google`, `google_calendar`, `whoop` or `garmin` -> the config section name."""
+    for section, short in AUTH_NAMES.items():
+        if name in (section, short):
+            return section
+    raise BridgeError(f"unknown source {name!r}; choose one of: google, whoop, garmin")
+
+
+def _paste(prompt: Prompter, url: str, state: str, redirect: str) -> str:
+    prompt.say(f"\nOpen this address in a browser (on any device) and allow access:\n\n  {url}\n")
+    prompt.say(
+        f"The browser is then sent to {redirect}... ; that page may fail to load, which is "
+        "expected. Copy the whole address from the address bar."
+    )
+    return code_from_redirect(prompt.ask("Paste the address (or just the code)"), state)
+
+
+def _is_loopback(redirect: str) -> bool:
+    parts = urlsplit(redirect)
+    return parts.scheme == "http" and parts.hostname in ("localhost", "127.0.0.1")
+
+
+# --- Google -----------------------------------------------------------------------------
+
+
+def authorize_google(
+    settings: Settings,
+    secrets: Secrets,
+    prompt: Prompter,
+    *,
+    loopback: bool = False,
+    open_browser: bool = True,
+    client_secrets_file: str | None = None,
+) -> str:
+    """InstalledAppFlow with calendar.readonly and offline access; stores the credentials."""
+    from google_auth_oauthlib.flow import InstalledAppFlow
+
+    from connectors.google_calendar import SCOPES, save_credentials
+
+    cfg = settings.sources.google_calendar
+    path = Path(client_secrets_file or cfg.client_secrets_file).expanduser()
+    if not str(path) or str(path) == "." or not path.is_file():
+        raise ConfigError(
+            "[sources.google_calendar] client_secrets_file: set it to the OAuth client JSON "
+            "downloaded from the Google Cloud console (APIs & Services > Credentials > "
+            "OAuth client ID > Desktop app), or pass --client-secrets PATH"
+        )
+    prompt.say(GOOGLE_TESTING_WARNING)
+    port = cfg.redirect_port
+    try:
+        flow = InstalledAppFlow.from_client_secrets_file(
+            str(path), scopes=list(SCOPES), redirect_uri=f"http://localhost:{port}/"
+        )
+    except (ValueError, KeyError, OSError) as err:
+        raise ConfigError(f"{path}: not an OAuth client secrets file: {err}") from None
+    flow.client_config["token_uri"] = cfg.token_url
+    if loopback:
+        prompt.say(f"Waiting for the browser on http://localhost:{port}/ ...")
+        creds = flow.run_local_server(
+            host="localhost",
+            port=port,
+            open_browser=open_browser,
+            authorization_prompt_message="Open this address in a browser: {url}",
+            timeout_seconds=300,
+            access_type="offline",
+            prompt="consent",
+        )
+    else:
+        url, state = flow.authorization_url(access_type="offline", prompt="consent")
+        code = _paste(prompt, url, state, f"http://localhost:{port}/")
+        try:
+            flow.fetch_token(code=code)
+        except Exception as err:  # oauthlib raises many types; none may carry the code out
+            raise BridgeError(
+                f"Google refused the code ({type(err).__name__}); run the command again"
+            ) from None
+        creds = flow.credentials
+    if not creds.refresh_token:
+        raise BridgeError(
+            "Google returned no refresh token; remove rhythm-bridge's access at "
+            "myaccount.google.com/permissions and run the command again"
+        )
+    save_credentials(secrets, creds)
+    return "Google Calendar connected (scope calendar.readonly, offline access)"
+
+
+def revoke_google(settings: Settings, secrets: Secrets, client: httpx.Client) -> str:
+    from connectors.google_calendar import TOKEN_SECRET
+
+    info = secrets.get_json(TOKEN_SECRET) or {}
+    token = info.get("refresh_token") or info.get("token")
+    if not token:
+        return "no Google token stored"
+    # In the form body, never in the URL: URLs end up in logs.
+    resp = client.post(settings.sources.google_calendar.revoke_url, data={"token": token})
+    return "revoked at Google" if resp.status_code == 200 else f"Google answered {resp.status_code}"
+
+
+# --- WHOOP ------------------------------------------------------------------------------
+
+
+def authorize_whoop(
+    settings: Settings,
+    secrets: Secrets,
+    prompt: Prompter,
+    *,
+    loopback: bool = False,
+    client: httpx.Client | None = None,
+) -> str:
+    """Authorization code + PKCE with the `offline` scope; stores the rotating token pair."""
+    from connectors.whoop import CLIENT_SECRET, SCOPES, WhoopAPI
+
+    cfg = settings.sources.whoop
+    if not cfg.client_id:
+        raise ConfigError(
+            "[sources.whoop] client_id: create an app at developer-dashboard.whoop.com and "
+            "put its client id in the config"
+        )
+    if not secrets.get(CLIENT_SECRET):
+        secret = prompt.ask_secret("WHOOP client secret (input hidden)").strip()
+        if not secret:
+            raise BridgeError("no client secret given")
+        secrets.set(CLIENT_SECRET, secret)
+    state, pkce = new_state(), Pkce.new()
+    url = authorization_url(
+        cfg.auth_url,
+        response_type="code",
+        client_id=cfg.client_id,
+        redirect_uri=cfg.redirect_uri,
+        scope=" ".join(SCOPES),
+        state=state,
+        code_challenge=pkce.challenge,
+        code_challenge_method=pkce.method,
+    )
+    if loopback and _is_loopback(cfg.redirect_uri):
+        parts = urlsplit(cfg.redirect_uri)
+        prompt.say(f"Open this address in a browser:\n\n  {url}\n")
+        pasted = wait_for_redirect(parts.hostname or "localhost", parts.port or 80)
+        code = code_from_redirect(pasted, state)
+    else:
+        if loopback:
+            prompt.say(
+                "WHOOP needs an https redirect, which no local listener can answer: paste it."
+            )
+        code = _paste(prompt, url, state, cfg.redirect_uri)
+    api = WhoopAPI(settings, secrets, client)
+    try:
+        api.tokens.exchange_code(code, pkce.verifier)
+        profile = api.get("/v2/user/profile/basic")
+    except AuthExpired as err:
+        # Most often a mistyped client secret: forget it so the next attempt asks again.
+        secrets.delete(CLIENT_SECRET)
+        raise BridgeError(
+            f"WHOOP refused the authorization ({err.args[0].rsplit('(', 1)[-1].rstrip(')')}); "
+            "check the client id and secret and run `rhythm-bridge auth whoop` again"
+        ) from None
+    finally:
+        if client is None:
+            api.client.close()
+    user = str(profile.get("user_id", "?"))
+    previous = secrets.get("whoop:user_id")
+    secrets.set("whoop:user_id", user)
+    note = ""
+    if previous and previous != user:
+        note = f" (a different account than before: {previous}; its data stays in the store)"
+    return f"WHOOP connected as user {user}{note}"
+
+
+def revoke_whoop(settings: Settings, secrets: Secrets, client: httpx.Client) -> str:
+    from connectors.whoop import TOKEN_SECRET, WhoopAPI
+
+    if not secrets.get_json(TOKEN_SECRET):
+        return "no WHOOP token stored"
+    status = WhoopAPI(settings, secrets, client).delete("/v2/user/access")
+    return "revoked at WHOOP" if status in (200, 204) else f"WHOOP answered {status}"
+
+
+# --- Garmin -----------------------------------------------------------------------------
+
+
+def authorize_garmin(
+    settings: Settings, secrets: Secrets, prompt: Prompter, *, client: httpx.Client | None = None
+) -> str:
+    """Store a Personal API key after checking Garmin accepts it (one token exchange)."""
+    from connectors.garmin import GarminAPI
+
+    prompt.say(
+        "Create a Personal API key in Garmin Connect web: Settings > Personal API Token "
+        "(https://connect.garmin.com/app/settings/personalApiToken). It is shown once."
+    )
+    key = prompt.ask_secret("Garmin Personal API key (input hidden)").strip()
+    if not key:
+        raise BridgeError("no API key given")
+    api = GarminAPI(settings, secrets, client)
+    try:
+        token = api.tokens.exchange(key)
+    finally:
+        if client is None:
+            api.client.close()
+    until = datetime.fromtimestamp(token["expires_at"], UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"Garmin Personal API connected (bearer token valid until {until})"
+
+
+# --- status and revoke ------------------------------------------------------------------
+
+# section -> (the long-lived credential, the cached token with its expiry)
+CREDENTIALS = {
+    "google_calendar": ("google_calendar:token", "google_calendar:token"),
+    "whoop": ("whoop:token", "whoop:token"),
+    "garmin": ("garmin:api_key", "garmin:token"),
+}
+SECRET_NAMES = {
+    "google_calendar": ("google_calendar:token",),
+    "whoop": ("whoop:token", "whoop:client_secret", "whoop:user_id"),
+    "garmin": ("garmin:api_key", "garmin:token"),
+}
+
+
+def auth_status(settings: Settings, secrets: Secrets, store: Any) -> dict[str, Any]:
+    """Per source: configured, whether a credential is stored, expiry, sync status. No values."""
+    from bridge.intake.sources import get_state
+
+    rows = []
+    for section, short in AUTH_NAMES.items():
+        cfg = getattr(settings.sources, section)
+        credential, token_name = CREDENTIALS[section]
+        doc = secrets.get_json(token_name) or {}
+        expires = doc.get("expiry")
+        if doc.get("expires_at"):
+            expires = datetime.fromtimestamp(float(doc["expires_at"]), UTC).isoformat()
+        state = get_state(store, section)
+        rows.append(
+            {
+                "source": section,
+                "command": f"rhythm-bridge auth {short}",
+                "enabled": cfg.enabled,
+                "credentials_stored": secrets.get(credential) is not None,
+                "access_token_expires": expires,
+                "sync_status": state.status if state else "never",
+            }
+        )
+    return {"keyring": secrets.description, "sources": rows}
+
+
+def revoke(settings: Settings, secrets: Secrets, section: str, client: httpx.Client) -> str:
+    """Revoke at the provider where it has an endpoint, then forget the local secrets."""
+    remote = "Garmin has no revoke endpoint; delete the key in Garmin Connect web"
+    try:
+        if section == "google_calendar":
+            remote = revoke_google(settings, secrets, client)
+        elif section == "whoop":
+            remote = revoke_whoop(settings, secrets, client)
+    except (BridgeError, httpx.HTTPError) as err:
+        remote = f"could not revoke at the provider ({type(err).__name__}); forgot it locally"
+    removed = sum(secrets.delete(name) for name in SECRET_NAMES[section])
+    return f"{remote}; removed {removed} stored secret(s)"

@@ -1,0 +1,271 @@
+"""Scheduled sources: which are enabled, which are due, and running one with its state.
+
+Each source's failure is recorded on its SyncState row and never stops the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from bridge.config import Settings
+from bridge.errors import BridgeError, RateLimited, SourceError
+from bridge.intake.ingest import ImportSummary, import_changed_file, import_feed, import_file
+from bridge.store import Store, upsert
+from bridge.store.models import SyncState
+from connectors.base import ReadContext
+from connectors.live import Progress, no_progress
+
+log = logging.getLogger("rhythm_bridge.sync")
+
+STATE_KEY = ("source", "stream", "partition")
+
+
+@dataclass
+class SyncOutcome:
+    source: str
+    status: str
+    records: int = 0
+    new: int = 0
+    error: str | None = None
+    seconds: float = 0.0
+    retry_after: float | None = None
+    skipped: int = 0  # records left out as unreadable or implausible
+
+    def line(self) -> str:
+        """The one-line report of this sync, as the CLI prints it."""
+        skipped = f", {self.skipped} skipped as unreadable or implausible" if self.skipped else ""
+        error = f" ({self.error})" if self.error else ""
+        return (
+            f"{self.source}: {self.status}, {self.records} records, {self.new} new{skipped}{error}"
+        )
+
+
+def _scan(folder: str, patterns: tuple[str, ...]) -> list[Path]:
+    if not folder:
+        return []
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise SourceError(f"watched folder {root} does not exist; create it or fix the config")
+    return sorted({p for pat in patterns for p in root.glob(pat) if p.is_file()})
+
+
+def _each(items: list[Any], run: Callable[[Any], ImportSummary]) -> tuple[int, int]:
+    """Run every item; one bad file or feed does not stop the rest, but is reported."""
+    records = new = 0
+    first_error: BridgeError | None = None
+    for item in items:
+        try:
+            summary = run(item)
+        except BridgeError as err:
+            log.warning("sync item failed: %s", err)
+            first_error = first_error or err
+            continue
+        records, new = records + summary.records, new + summary.new
+    if first_error is not None:
+        raise first_error  # the others were imported; the first failure is the status
+    return records, new
+
+
+def _watched(store: Store, ctx: ReadContext, folder: str, kinds: dict[str, str]) -> tuple[int, int]:
+    """Import new or changed files of a watched folder (pattern -> import kind)."""
+    paths = {p: kind for pattern, kind in kinds.items() for p in _scan(folder, (pattern,))}
+    return _each(sorted(paths), lambda p: import_changed_file(store, paths[p], p, ctx))
+
+
+def _apple_health(settings: Settings, store: Store, ctx: ReadContext, **_: Any) -> tuple[int, int]:
+    folder = settings.sources.apple_health.watch_dir
+    return _watched(store, ctx, folder, {"*.zip": "apple-health", "*.xml": "apple-health"})
+
+
+def _garmin_files(settings: Settings, store: Store, ctx: ReadContext) -> tuple[int, int]:
+    """Garmin "Export your data" ZIPs and FIT files dropped into sources.garmin.export_dir."""
+    folder = settings.sources.garmin.export_dir
+    return _watched(store, ctx, folder, {"*.zip": "garmin-export", "*.fit": "fit", "*.FIT": "fit"})
+
+
+def _ics(settings: Settings, store: Store, ctx: ReadContext, **_: Any) -> tuple[int, int]:
+    # Recurring series expand relative to "now", so the same file is re-read (the
+    # upserts make that free of duplicates) instead of being skipped by its hash.
+    paths = [Path(p).expanduser() for p in settings.sources.ics.paths]
+    records, new = _each(paths, lambda p: import_file(store, "ics", p, ctx, force=True))
+    feeds = _each(list(settings.sources.ics.urls), lambda url: import_feed(store, url, ctx))
+    return records + feeds[0], new + feeds[1]
+
+
+def _garmin(settings: Settings, store: Store, ctx: ReadContext, **options: Any) -> tuple[int, ...]:
+    """Garmin files from export_dir, and the Personal API when its key is stored.
+
+    With neither a folder nor a key, the API pull runs anyway so the person is told to
+    run `rhythm-bridge auth garmin` (status reauth_required).
+    """
+    from bridge.auth.secrets import Secrets
+    from connectors.garmin import KEY_SECRET
+
+    records = new = 0
+    folder = settings.sources.garmin.export_dir
+    if folder:
+        records, new = _garmin_files(settings, store, ctx)
+    if not folder or Secrets.from_settings(settings).get(KEY_SECRET):
+        api_records, api_new, skipped = _live("garmin")(settings, store, ctx, **options)
+        return records + api_records, new + api_new, skipped
+    return records, new
+
+
+def _live(source: str) -> Callable[..., tuple[int, int, int]]:
+    def run(
+        settings: Settings, store: Store, ctx: ReadContext, **options: Any
+    ) -> tuple[int, int, int]:
+        from bridge.intake.live import run_live
+
+        return run_live(source, settings, store, ctx, **options)
+
+    return run
+
+
+# source name -> how one scheduled pull of it runs: fn(settings, store, ctx, *, since=None,
+# progress=...) -> (records, new) or (records, new, skipped). Later connectors register here.
+SCHEDULED: dict[str, Callable[..., tuple[int, ...]]] = {
+    "apple_health": _apple_health,
+    "ics": _ics,
+    "google_calendar": _live("google_calendar"),
+    "whoop": _live("whoop"),
+    "garmin": _garmin,
+}
+
+
+def enabled_sources(settings: Settings) -> list[str]:
+    return [name for name in SCHEDULED if getattr(settings.sources, name).enabled]
+
+
+def get_state(store: Store, source: str, stream: str = "", partition: str = "") -> SyncState | None:
+    with store.session() as session:
+        return session.execute(
+            select(SyncState).where(
+                SyncState.source == source,
+                SyncState.stream == stream,
+                SyncState.partition == partition,
+            )
+        ).scalar_one_or_none()
+
+
+def is_due(store: Store, settings: Settings, source: str, now: datetime) -> bool:
+    state = get_state(store, source)
+    if state is None or state.last_attempt_at is None:
+        return True
+    if state.status == "reauth_required":
+        return False  # pulling again cannot help until the person re-runs auth
+    if state.retry_after is not None and now < state.retry_after:
+        return False
+    interval = timedelta(minutes=getattr(settings.sources, source).interval_minutes)
+    return now >= state.last_attempt_at + interval
+
+
+def next_due(store: Store, settings: Settings, source: str) -> datetime | None:
+    state = get_state(store, source)
+    if state is None or state.last_attempt_at is None:
+        return None
+    interval = timedelta(minutes=getattr(settings.sources, source).interval_minutes)
+    due = state.last_attempt_at + interval
+    return max(due, state.retry_after) if state.retry_after else due
+
+
+def record_outcome(store: Store, outcome: SyncOutcome, now: datetime) -> None:
+    state = get_state(store, outcome.source)
+    row = {
+        "source": outcome.source,
+        "stream": "",
+        "partition": "",
+        "status": outcome.status,
+        "last_attempt_at": now,
+        "last_records": outcome.records,
+        "records_total": (state.records_total if state else 0) + outcome.new,
+        "last_success_at": now
+        if outcome.error is None
+        else (state.last_success_at if state else None),
+        "last_error_at": now if outcome.error else (state.last_error_at if state else None),
+        "last_error": outcome.error if outcome.error else (state.last_error if state else None),
+        "retry_after": now + timedelta(seconds=outcome.retry_after)
+        if outcome.retry_after
+        else None,
+        "cursor": state.cursor if state else None,
+    }
+    with store.transaction() as session:
+        upsert(
+            session,
+            SyncState,
+            [row],
+            keys=STATE_KEY,
+            update=tuple(k for k in row if k not in STATE_KEY),
+        )
+
+
+def run_source(
+    store: Store,
+    settings: Settings,
+    source: str,
+    ctx: ReadContext,
+    *,
+    since: datetime | None = None,
+    progress: Progress = no_progress,
+) -> SyncOutcome:
+    """Pull one source now; any failure is recorded, logged, and returned, never raised."""
+    started = time.perf_counter()
+    try:
+        records, new, *skipped = SCHEDULED[source](
+            settings, store, ctx, since=since, progress=progress
+        )
+        outcome = SyncOutcome(source, "ok", records, new, skipped=sum(skipped))
+    except RateLimited as err:
+        outcome = SyncOutcome(source, err.status, error=str(err), retry_after=err.retry_after)
+    except SourceError as err:
+        outcome = SyncOutcome(source, err.status, error=str(err))
+    except BridgeError as err:
+        outcome = SyncOutcome(source, "error", error=str(err))
+    outcome.seconds = time.perf_counter() - started
+    record_outcome(store, outcome, ctx.now)
+    log.info(
+        "sync source=%s status=%s records=%d new=%d skipped=%d seconds=%.2f%s",
+        source,
+        outcome.status,
+        outcome.records,
+        outcome.new,
+        outcome.skipped,
+        outcome.seconds,
+        f" error={outcome.error!r}" if outcome.error else "",
+    )
+    return outcome
+
+
+def _set_status(store: Store, source: str, **fields: Any) -> None:
+    row = {"source": source, "stream": "", "partition": "", **fields}
+    with store.transaction() as session:
+        upsert(session, SyncState, [row], keys=STATE_KEY, update=tuple(fields))
+
+
+def mark_authorized(store: Store, source: str) -> None:
+    """After a successful `auth`: clear reauth_required so the next cycle pulls it."""
+    if get_state(store, source) is not None:
+        _set_status(store, source, status="authorized", retry_after=None, last_attempt_at=None)
+
+
+def mark_revoked(store: Store, source: str, now: datetime) -> None:
+    """After `auth revoke`: stop pulling until the person runs `auth` again."""
+    _set_status(
+        store,
+        source,
+        status="reauth_required",
+        last_error="authorization revoked by `rhythm-bridge auth revoke`",
+        last_error_at=now,
+    )
+
+
+def read_context(settings: Settings, now: datetime) -> ReadContext:
+    return ReadContext(tz=settings.tz, now=now)

@@ -1,0 +1,104 @@
+"""Corrections: the person's own labels for event titles (from the CLI and the web page).
+
+A correction wins over every classifier layer from the next classification on, and the
+next retrain learns from it. Labelling an event on the page stores a correction for its
+title and relabels the event at once, so the page shows the answer without waiting for a
+cycle.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, select
+
+from bridge.errors import BridgeError, InputError
+from bridge.store import Store, upsert
+from bridge.store.db import utcnow
+from bridge.store.models import CalendarEvent, ClassifierCorrection
+from mappings.actions import ACTIONS, NOT_AN_ACTION
+from mappings.classifier_overrides import Correction, title_pattern
+
+
+def add_correction(
+    store: Store, title: str, action: str, *, channel: str = "cli", now: datetime | None = None
+) -> Correction:
+    """Store "events titled like this are ACTION"; it wins from the next classification on."""
+    action = action.strip().upper()
+    if action not in LABELS:
+        raise InputError(f"unknown action {action!r}; use one of {', '.join(sorted(LABELS))}")
+    pattern = title_pattern(title)
+    if not pattern.replace("*", "").strip():
+        raise InputError("a correction needs a title with at least one letter or number")
+    now = now or utcnow()
+    row = {
+        "pattern": pattern,
+        "title": title.strip(),
+        "action": action,
+        "channel": channel,
+        "created_at": now,
+        "updated_at": now,
+    }
+    with store.transaction() as session:
+        upsert(
+            session,
+            ClassifierCorrection,
+            [row],
+            keys=("pattern",),
+            update=("action", "title", "channel"),
+            touch=("updated_at",),
+        )
+    return Correction(pattern, action)
+
+
+def remove_correction(store: Store, title: str) -> bool:
+    """Forget the correction stored for titles like this one; False if there was none."""
+    pattern = title_pattern(title)
+    with store.transaction() as session:
+        gone = session.execute(
+            delete(ClassifierCorrection).where(ClassifierCorrection.pattern == pattern)
+        )
+        return bool(gone.rowcount)
+
+
+def corrections(store: Store) -> list[ClassifierCorrection]:
+    """Every stored correction, oldest change first (so later ones win)."""
+    with store.session() as session:
+        stmt = select(ClassifierCorrection).order_by(
+            ClassifierCorrection.updated_at, ClassifierCorrection.id
+        )
+        return list(session.execute(stmt).scalars())
+
+
+LABELS: tuple[str, ...] = (*ACTIONS, NOT_AN_ACTION)
+
+
+USER_LAYER = "user"
+
+
+class UnknownEvent(BridgeError):
+    """No calendar event has that id."""
+
+
+def correct_event_label(store: Store, event_id: int, action: str) -> dict[str, Any]:
+    """Label an event by hand: store the correction, then relabel the row; returns the label."""
+    from bridge.learning.corrections import add_correction
+
+    if action not in LABELS:
+        raise InputError(f"action {action!r}: use one of {', '.join(LABELS)}")
+    with store.session() as session:
+        ev = session.get(CalendarEvent, event_id)
+        if ev is None:
+            raise UnknownEvent(f"no calendar event with id {event_id}")
+        title = ev.title
+    # Two short transactions, not one: the correction is the durable part and is
+    # idempotent, so a failure between them is mended by the next cycle's relabelling.
+    add_correction(store, title, action, channel="web")
+    with store.transaction() as session:
+        ev = session.get(CalendarEvent, event_id)
+        changed = (ev.action, ev.action_layer) != (action, USER_LAYER)
+        if changed:
+            # updated_at stays: a relabel is not a calendar change (implicit feedback reads it)
+            ev.action, ev.action_confidence, ev.action_layer = action, 1.0, USER_LAYER
+        return {"id": event_id, "action": action, "layer": USER_LAYER, "changed": changed}

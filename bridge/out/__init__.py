@@ -1,0 +1,1 @@
+"""What goes out: the JSON snapshot, notifications, the status report, backups."""

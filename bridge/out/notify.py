@@ -1,0 +1,239 @@
+"""Telling the person about a new recommendation: ntfy (with Accept / Ignore) and a webhook.
+
+Each recommendation is announced at most once per channel: a row in `notifications` is
+claimed before sending, so restarts and repeated cycles never send twice. A send that
+failed is retried on later cycles (up to MAX_ATTEMPTS) while its slot is still open.
+Nothing is sent unless [notify] names a server or URL.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+from typing import Any
+
+import httpx
+from sqlalchemy import select
+
+from bridge.config import Settings
+from bridge.out.snapshot import recommendation_document
+from bridge.store import Store, upsert
+from bridge.store.db import utcnow
+from bridge.store.models import Feedback, Notification, Recommendation
+from mappings.slots import SlotKey, slot_bounds
+
+log = logging.getLogger("rhythm_bridge.notify")
+
+NTFY_KEYRING_USER = "ntfy-token"
+MAX_ATTEMPTS = 3
+
+
+def channels(settings: Settings) -> list[str]:
+    """The channels [notify] turns on."""
+    cfg = settings.notify
+    out = []
+    if cfg.ntfy_server and cfg.ntfy_topic:
+        out.append("ntfy")
+    if cfg.webhook_url:
+        out.append("webhook")
+    return out
+
+
+def _secret(settings: Settings, name: str) -> str | None:
+    from bridge.auth.secrets import Secrets
+    from bridge.errors import ConfigError
+
+    try:
+        return Secrets.from_settings(settings).get(name)
+    except ConfigError:
+        return None
+
+
+def set_ntfy_token(settings: Settings, token: str | None) -> None:
+    """Keep (or with None, forget) the ntfy server's access token in the keyring."""
+    from bridge.auth.secrets import Secrets
+
+    store = Secrets.from_settings(settings)
+    if token:
+        store.set(NTFY_KEYRING_USER, token)
+    else:
+        store.delete(NTFY_KEYRING_USER)
+
+
+def _callback_token(settings: Settings) -> str | None:
+    """The web access token for the buttons (made now if needed); None without a keyring."""
+    from bridge.auth.access import ensure_access_token
+    from bridge.errors import ConfigError
+
+    try:
+        return ensure_access_token(settings)
+    except ConfigError:
+        log.warning("no keyring for the web access token: notifications go without buttons")
+        return None
+
+
+def _title(doc: dict[str, Any]) -> str:
+    return f"Next ({doc['slot_name']}): {doc['action'].replace('_', ' ').lower()}"
+
+
+def ntfy_message(settings: Settings, doc: dict[str, Any], access_token: str | None) -> dict:
+    """The JSON ntfy publishes; Accept / Ignore buttons when the daemon can be called back."""
+    cfg = settings.notify
+    msg: dict[str, Any] = {
+        "topic": cfg.ntfy_topic,
+        "title": _title(doc),
+        "message": doc["rationale"] or doc["action"],
+        "tags": ["rhythm-bridge"],
+    }
+    base = cfg.callback_url.rstrip("/")
+    if base:
+        msg["click"] = f"{base}/"
+        actions: list[dict[str, Any]] = []
+        if access_token:
+            for label, response in (("Accept", "accepted"), ("Ignore", "ignored")):
+                actions.append(
+                    {
+                        "action": "http",
+                        "label": label,
+                        "url": f"{base}/api/feedback",
+                        "method": "POST",
+                        "headers": {
+                            "Authorization": f"Bearer {access_token}",
+                            "Content-Type": "application/json",
+                        },
+                        "body": json.dumps(
+                            {
+                                "recommendation_id": doc["id"],
+                                "response": response,
+                                "channel": "ntfy",
+                            }
+                        ),
+                        "clear": True,
+                    }
+                )
+        actions.append({"action": "view", "label": "Open", "url": f"{base}/"})
+        msg["actions"] = actions
+    return msg
+
+
+def webhook_message(settings: Settings, doc: dict[str, Any]) -> dict[str, Any]:
+    """The JSON POSTed to the webhook: the recommendation and where to answer it (no token)."""
+    base = settings.notify.callback_url.rstrip("/")
+    return {
+        "event": "recommendation",
+        "title": _title(doc),
+        "recommendation": doc,
+        "page_url": f"{base}/" if base else None,
+        "feedback_url": f"{base}/api/feedback" if base else None,
+    }
+
+
+def _send(client: httpx.Client, settings: Settings, channel: str, doc: dict[str, Any]) -> None:
+    cfg = settings.notify
+    if channel == "ntfy":
+        token = _callback_token(settings) if cfg.callback_url else None
+        headers = {}
+        ntfy_token = _secret(settings, NTFY_KEYRING_USER)
+        if ntfy_token:
+            headers["Authorization"] = f"Bearer {ntfy_token}"
+        response = client.post(
+            cfg.ntfy_server.rstrip("/") + "/",
+            json=ntfy_message(settings, doc, token),
+            headers=headers,
+        )
+    else:
+        response = client.post(cfg.webhook_url, json=webhook_message(settings, doc))
+    if response.status_code >= 400:
+        raise httpx.HTTPStatusError(
+            f"HTTP {response.status_code}", request=response.request, response=response
+        )
+
+
+def _claim(store: Store, rec_id: int, channel: str) -> bool:
+    """Mark a send as under way; False when it was sent, is being sent, or gave up."""
+    with store.transaction() as session:
+        upsert(
+            session,
+            Notification,
+            [
+                {
+                    "recommendation_id": rec_id,
+                    "channel": channel,
+                    "status": "sending",
+                    "attempts": 0,
+                    "created_at": utcnow(),
+                }
+            ],
+            keys=("recommendation_id", "channel"),
+        )
+        row = session.execute(
+            select(Notification).where(
+                Notification.recommendation_id == rec_id, Notification.channel == channel
+            )
+        ).scalar_one()
+        fresh = row.attempts == 0 and row.status == "sending"
+        retry = row.status == "failed" and row.attempts < MAX_ATTEMPTS
+        if not (fresh or retry):
+            return False
+        row.status, row.attempts = "sending", row.attempts + 1
+        return True
+
+
+def _finish(store: Store, rec_id: int, channel: str, error: str | None) -> None:
+    with store.transaction() as session:
+        row = session.execute(
+            select(Notification).where(
+                Notification.recommendation_id == rec_id, Notification.channel == channel
+            )
+        ).scalar_one()
+        row.status = "failed" if error else "sent"
+        row.last_error = error
+        if not error:
+            row.sent_at = utcnow()
+
+
+def notify_recommendation(
+    store: Store,
+    settings: Settings,
+    rec: Recommendation,
+    now: datetime,
+    *,
+    client: httpx.Client | None = None,
+) -> dict[str, str]:
+    """Announce `rec` on every configured channel that has not announced it yet.
+
+    Returns {channel: "sent" | "failed: ..."} for the channels tried this time. An answered
+    recommendation, or one whose slot is over, is not announced.
+    """
+    wanted = channels(settings)
+    if not wanted or rec.id is None:
+        return {}
+    _, end = slot_bounds(SlotKey(rec.local_date, rec.slot), settings.tz, settings.boundaries)
+    with store.session() as session:
+        answered = session.execute(
+            select(Feedback.id).where(Feedback.recommendation_id == rec.id)
+        ).first()
+    if answered or now >= end:
+        return {}
+    doc = recommendation_document(rec, None)
+    results: dict[str, str] = {}
+    own = client is None
+    client = client or httpx.Client(timeout=settings.notify.timeout_seconds)
+    try:
+        for channel in wanted:
+            if not _claim(store, rec.id, channel):
+                continue
+            try:
+                _send(client, settings, channel, doc)
+                error = None
+            except httpx.HTTPError as err:
+                # The message names the failure, never the URL (a webhook URL can hold a key).
+                error = str(err) if isinstance(err, httpx.HTTPStatusError) else type(err).__name__
+                log.warning("notification via %s failed: %s", channel, error)
+            _finish(store, rec.id, channel, error)
+            results[channel] = "sent" if error is None else f"failed: {error}"
+    finally:
+        if own:
+            client.close()
+    return results

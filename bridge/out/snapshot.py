@@ -1,0 +1,200 @@
+"""The JSON snapshot: versioned, RhythmEnv field names, written atomically.
+
+The document is described by `bridge/schemas/snapshot.schema.json`; tests validate real
+output against it. It never contains tokens or secrets; it does contain event titles
+(it is the person's own file, written to their own disk).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from bridge.config import Settings
+from bridge.store import Store
+from bridge.store.models import CalendarEvent, Feedback, MeterSnapshot, Recommendation, SyncState
+from mappings.actions import METERS
+from mappings.slots import SLOT_NAMES, SlotKey, day_bounds
+
+SCHEMA_ID = "rhythm-bridge/snapshot@1"
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value else None
+
+
+def slot_document(snap: MeterSnapshot) -> dict[str, Any]:
+    provenance = json.loads(snap.provenance or "{}")
+    deltas = json.loads(snap.deltas or "{}")
+    doc: dict[str, Any] = {
+        "date": snap.local_date.isoformat(),
+        "timestep": snap.timestep,
+        "day": snap.day,
+        "slot": snap.slot,
+        "slot_name": SLOT_NAMES[snap.slot],
+    }
+    for m in METERS:
+        doc[m] = getattr(snap, m)
+    doc["confidence"] = {m: getattr(snap, f"{m}_confidence") for m in METERS}
+    doc["provenance"] = {m: provenance.get(m, {}) for m in METERS}
+    doc["deltas"] = {m: deltas.get(m) for m in METERS}
+    doc["mapping_version"] = snap.mapping_version
+    return doc
+
+
+def recommendation_document(rec: Recommendation, fb: Feedback | None) -> dict[str, Any]:
+    return {
+        "id": rec.id,
+        "date": rec.local_date.isoformat(),
+        "slot": rec.slot,
+        "slot_name": SLOT_NAMES[rec.slot],
+        "timestep": rec.timestep,
+        "action": rec.action,
+        "belief": json.loads(rec.belief),
+        "rationale": rec.rationale,
+        "runner": rec.runner,
+        "runner_version": rec.runner_version,
+        "fallback_reason": rec.fallback_reason,
+        "created_at": iso(rec.created_at),
+        "response": fb.response if fb else None,
+    }
+
+
+def events_of_day(
+    store: Store, settings: Settings, day: date, *, with_ids: bool = False
+) -> list[dict[str, Any]]:
+    """The day's events with their labels; `with_ids` adds the row id (the web page's handle)."""
+    lo, hi = day_bounds(day, settings.tz, settings.boundaries)
+    with store.session() as session:
+        rows = (
+            session.execute(
+                select(CalendarEvent)
+                .where(
+                    CalendarEvent.start_utc < hi,
+                    CalendarEvent.end_utc > lo,
+                    CalendarEvent.status != "cancelled",
+                )
+                .order_by(CalendarEvent.start_utc, CalendarEvent.title)
+            )
+            .scalars()
+            .all()
+        )
+    return [
+        {
+            **({"id": ev.id} if with_ids else {}),
+            "title": ev.title,
+            "start": iso(ev.start_utc),
+            "end": iso(ev.end_utc),
+            "all_day": ev.all_day,
+            "action": ev.action,
+            "confidence": ev.action_confidence,
+            "layer": ev.action_layer,
+            "source": ev.source,
+        }
+        for ev in rows
+    ]
+
+
+def source_documents(store: Store) -> list[dict[str, Any]]:
+    with store.session() as session:
+        rows = (
+            session.execute(
+                select(SyncState).order_by(SyncState.source, SyncState.stream, SyncState.partition)
+            )
+            .scalars()
+            .all()
+        )
+    return [
+        {
+            "source": s.source,
+            "stream": s.stream,
+            "status": s.status,
+            "last_success": iso(s.last_success_at),
+            "last_error": s.last_error,
+            "last_error_at": iso(s.last_error_at),
+            "records_total": s.records_total,
+        }
+        for s in rows
+    ]
+
+
+def slot_documents(store: Store, since: date, until: SlotKey) -> list[dict[str, Any]]:
+    """The stored slots from local date `since` up to and including slot `until`."""
+    with store.session() as session:
+        snaps = (
+            session.execute(
+                select(MeterSnapshot)
+                .where(MeterSnapshot.local_date >= since)
+                .order_by(MeterSnapshot.local_date, MeterSnapshot.slot)
+            )
+            .scalars()
+            .all()
+        )
+    return [
+        slot_document(s) for s in snaps if (s.local_date, s.slot) <= (until.local_date, until.slot)
+    ]
+
+
+def build_snapshot(
+    store: Store, settings: Settings, now: datetime, since: date | None = None
+) -> dict[str, Any]:
+    """The snapshot document as of `now`."""
+    from bridge.clock import current_slot, target_slot
+
+    cur: SlotKey = current_slot(settings, now)
+    since = since or cur.local_date - timedelta(days=settings.export.days - 1)
+    slots = slot_documents(store, since, cur)
+    target = target_slot(settings, now)
+    with store.session() as session:
+        found = session.execute(
+            select(Recommendation, Feedback)
+            .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
+            .where(
+                Recommendation.local_date == target.local_date, Recommendation.slot == target.slot
+            )
+        ).first()
+    current = next(
+        (
+            s
+            for s in reversed(slots)
+            if (s["date"], s["slot"]) == (cur.local_date.isoformat(), cur.slot)
+        ),
+        None,
+    )
+    return {
+        "schema": SCHEMA_ID,
+        "generated_at": iso(now),
+        "timezone": str(settings.tz),
+        "current": current,
+        "slots": slots,
+        "recommendation": recommendation_document(*found) if found else None,
+        "events_today": events_of_day(store, settings, cur.local_date),
+        "sources": source_documents(store),
+    }
+
+
+def write_snapshot(doc: dict[str, Any], path: Path) -> Path:
+    """Write atomically: a temp file in the same folder, fsync, rename.
+
+    A crash or a full disk leaves the previous file intact.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=2, ensure_ascii=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
