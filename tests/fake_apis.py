@@ -661,6 +661,9 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeAPIs
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: with Nagle's algorithm each answer on a
+    # kept-alive connection waits for the client's delayed ACK (40 ms).
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: callers read /_stats instead of a log line per request."""

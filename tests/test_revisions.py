@@ -402,3 +402,140 @@ def test_the_migration_keeps_the_latest_version_of_rows_stored_twice(database_ur
         _assert_one_night(store, "garmin", {"deep": 100, "core": 295, "rem": 55, "awake": 20})
     finally:
         store.dispose()
+
+
+# --- the services' world pulled at several moments of a day vs once at its end ----------------
+
+
+@pytest.fixture(scope="module")
+def world_api():
+    from tests.fake_apis import FakeAPIs
+
+    with FakeAPIs(now=datetime(2026, 10, 25, tzinfo=UTC)) as fake:
+        fake.whoop_access.add("whoop-access-revisions")
+        yield fake
+
+
+def _world_settings(tmp_path, fake) -> Any:
+    import time
+
+    from bridge.auth.secrets import Secrets
+    from bridge.config import Settings
+    from tests.fake_apis import garmin_jwt, provider_settings
+
+    sources = provider_settings(fake.url)
+    settings = Settings.model_validate(
+        {
+            "timezone": "Europe/Berlin",
+            "data_dir": str(tmp_path / "data"),
+            "secrets": {"backend": "file"},
+            "sources": {"whoop": sources["whoop"], "garmin": sources["garmin"]},
+        }
+    )
+    settings.data_path.mkdir(parents=True, exist_ok=True)
+    secrets = Secrets.from_settings(settings)
+    secrets.set(whoop.CLIENT_SECRET, "whoop-client-secret")
+    token = {
+        "access_token": "whoop-access-revisions",
+        "refresh_token": "unused",
+        "expires_at": time.time() + 7 * 86400,
+    }
+    secrets.set_json(whoop.TOKEN_SECRET, token)
+    secrets.set(garmin.KEY_SECRET, "garmin-personal-api-key")
+    # A bearer token valid by the real clock too (the world's clock is in the past).
+    exp = time.time() + 7 * 86400
+    secrets.set_json(garmin.TOKEN_SECRET, {"access_token": garmin_jwt(exp), "expires_at": exp})
+    return settings
+
+
+def _facts(store: Store, since: datetime) -> set[tuple]:
+    """Every reading from `since` on (a stream empty in a backfill's window has no cursor,
+    so its next pull reaches further back than the backfill did: more, not different)."""
+    with store.session() as session:
+        rows = session.execute(
+            select(
+                Reading.source,
+                Reading.metric,
+                Reading.origin,
+                Reading.label,
+                Reading.start_utc,
+                Reading.end_utc,
+                Reading.value,
+                Reading.utc_offset_min,
+            ).where(Reading.start_utc >= since)
+        ).all()
+    return {
+        (*r[:4], r[4].astimezone(UTC).isoformat(), r[5].astimezone(UTC).isoformat(), r[6], r[7])
+        for r in rows
+    }
+
+
+def _sync(store: Store, settings: Any, fake: Any, at: datetime, since: datetime | None) -> None:
+    from bridge.intake.sources import run_source
+    from connectors.base import ReadContext
+
+    fake.fixed_now = at
+    ctx = ReadContext(tz=BERLIN, now=at)
+    for name in ("garmin", "whoop"):
+        outcome = run_source(store, settings, name, ctx, since=since)
+        assert outcome.error is None, outcome.error
+
+
+DAYS = [date(2026, 10, 25), date(2026, 11, 4), date(2026, 11, 18)]  # the first: DST ends
+
+
+def test_a_day_pulled_at_several_moments_ends_with_the_rows_of_one_pull_at_its_end(
+    tmp_path, world_api, store, monkeypatch
+):
+    """Growing days, late uploads, re-scored and edited nights: however often a day is
+    pulled, the store ends with exactly what one pull at the end gives."""
+    from hypothesis import HealthCheck, Phase, given
+    from hypothesis import settings as hsettings
+    from hypothesis import strategies as st
+
+    from bridge.auth.secrets import KEY_ENV
+
+    monkeypatch.setenv(KEY_ENV, "test-only-keyring-key")
+    waits: list[float] = []
+    monkeypatch.setattr("connectors.http.sleep", waits.append)  # pacing: no real waiting
+    config = _world_settings(tmp_path, world_api)
+    truth_cache: dict[date, set[tuple]] = {}
+
+    @hsettings(
+        max_examples=6,
+        deadline=None,
+        # Each example is a dozen real pulls: report the failing one, do not shrink for minutes.
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
+    @given(
+        day=st.sampled_from(DAYS),
+        minutes=st.lists(st.integers(0, 24 * 60 - 31), min_size=1, max_size=5, unique=True),
+    )
+    def check(day: date, minutes: list[int]) -> None:
+        since = datetime(day.year, day.month, day.day, tzinfo=BERLIN) - timedelta(days=3)
+        end = datetime(day.year, day.month, day.day, 23, 30, tzinfo=BERLIN)
+        if day not in truth_cache:
+            fresh = Store(f"sqlite:///{tmp_path / f'fresh-{day}.db'}")
+            try:
+                _sync(fresh, config, world_api, end, since)
+                truth_cache[day] = _facts(fresh, since)
+            finally:
+                fresh.dispose()
+        with store.transaction() as session:
+            session.execute(sa.delete(Reading))
+            from bridge.store.models import SyncState
+
+            session.execute(sa.delete(SyncState))
+        midnight = datetime(day.year, day.month, day.day, tzinfo=BERLIN).astimezone(UTC)
+        first = True
+        for minute in sorted(minutes):
+            at = (midnight + timedelta(minutes=minute)).astimezone(BERLIN)
+            _sync(store, config, world_api, at, since if first else None)
+            first = False
+        _sync(store, config, world_api, end, None)
+        got = _facts(store, since)
+        truth = truth_cache[day]
+        assert got == truth, (sorted(got - truth)[:5], sorted(truth - got)[:5])
+
+    check()
