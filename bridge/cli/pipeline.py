@@ -16,6 +16,15 @@ from bridge.cli.core import JsonOpt, app, current_settings, current_store, fmt, 
 from bridge.errors import BridgeError
 
 
+def window_text(doc: dict[str, Any]) -> str:
+    """' 09:00-09:45' (wall time of the window's offset), plus why, when there is a why."""
+    w, why = doc.get("window"), doc.get("window_reason")
+    if not w:
+        return f" (no free window: {why})"
+    start, end = datetime.fromisoformat(w["start"]), datetime.fromisoformat(w["end"])
+    return f" {start:%H:%M}-{end:%H:%M}" + (f" ({why})" if why else "")
+
+
 @app.command()
 def init(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing config.")] = False,
@@ -76,8 +85,8 @@ def _print_state(doc: dict[str, Any]) -> None:
     rec = doc.get("recommendation")
     if rec:
         typer.echo(
-            f"\nrecommendation #{rec['id']} for {rec['date']} {rec['slot_name']}: "
-            f"{rec['action']}\n  {rec['rationale']} [{rec['runner']}]"
+            f"\nrecommendation #{rec['id']} for {rec['date']} {rec['slot_name']}"
+            f"{window_text(rec)}: {rec['action']}\n  {rec['rationale']} [{rec['runner']}]"
         )
 
 
@@ -333,13 +342,15 @@ def recommend(
     from bridge.cycle.recommend import recommend as make
     from bridge.out.snapshot import recommendation_document
 
-    rec = make(current_store(), current_settings(), datetime.now(UTC))
-    doc = recommendation_document(rec, None)
+    settings = current_settings()
+    rec = make(current_store(), settings, datetime.now(UTC))
+    doc = recommendation_document(rec, None, settings.tz)
     if as_json:
         print_json(doc)
     else:
         typer.echo(
-            f"#{doc['id']} {doc['date']} {doc['slot_name']}: {doc['action']} — {doc['rationale']}"
+            f"#{doc['id']} {doc['date']} {doc['slot_name']}{window_text(doc)}: "
+            f"{doc['action']} — {doc['rationale']}"
         )
 
 

@@ -177,7 +177,7 @@ def page(request: Request) -> Response:
             "belief": views.belief_rows(rec["belief"]) if rec else None,
             "events": views.events_today(st.store, st.settings, now),
             "labels": LABELS,
-            "history": views.interaction_history(st.store),
+            "history": views.interaction_history(st.store, tz=st.settings.tz),
             "status": views.status(st.store, st.settings),
             "csrf": st.csrf,
             "notice": request.query_params.get("done"),
@@ -262,7 +262,7 @@ async def api_feedback(request: Request) -> Response:
         limit = _int(request.query_params.get("limit", str(views.HISTORY_LIMIT)), "limit")
         if not 1 <= limit <= 500:
             raise InputError("limit: use 1 to 500")
-        return JSONResponse({"history": views.interaction_history(st.store, limit)})
+        return JSONResponse({"history": views.interaction_history(st.store, limit, st.settings.tz)})
     st.check_write(request)
     body = await _json(request)
     channel = body.get("channel", "web")
