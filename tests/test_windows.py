@@ -125,7 +125,7 @@ def test_unknown_actions_in_the_config_are_a_config_error(settings):
     bad = settings.model_copy(
         update={"windows": settings.windows.model_copy(update={"min_minutes": {"NAP": 20}})}
     )
-    with pytest.raises(ConfigError, match="windows.min_minutes.*'NAP'"):
+    with pytest.raises(ConfigError, match=r"windows\.min_minutes.*'NAP'"):
         min_minutes(bad)
     ok = settings.model_copy(
         update={"windows": settings.windows.model_copy(update={"min_minutes": {"EXERCISE": 50}})}
