@@ -359,14 +359,27 @@ def feedback(
     recommendation_id: Annotated[int, typer.Argument(help="The recommendation's id.")],
     response: Annotated[str, typer.Argument(help="accept, ignore or reschedule")],
 ) -> None:
-    """Answer a recommendation: accept, ignore or reschedule."""
-    from bridge.learning.feedback import record_feedback
+    """Answer a recommendation: accept, ignore or reschedule (proposes the next free window)."""
+    from bridge.cycle.answer import answer
+    from bridge.out.snapshot import recommendation_document
 
-    fb, created = record_feedback(current_store(), recommendation_id, response)
+    settings = current_settings()
+    fb, created, proposal = answer(
+        current_store(), settings, recommendation_id, response, datetime.now(UTC)
+    )
     typer.echo(
         f"recommendation #{recommendation_id}: {fb.response}"
         + ("" if created else " (already answered; unchanged)")
     )
+    if fb.response == "rescheduled":
+        if proposal is None:
+            typer.echo("no free window for it today or tomorrow")
+        else:
+            doc = recommendation_document(proposal, None, settings.tz)
+            typer.echo(
+                f"next free window: #{doc['id']} {doc['date']} {doc['slot_name']}"
+                f"{window_text(doc)}: {doc['action']}"
+            )
 
 
 @app.command()

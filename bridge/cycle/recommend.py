@@ -264,3 +264,85 @@ def _existing(store: Store, key: SlotKey) -> Recommendation | None:
                 Recommendation.local_date == key.local_date, Recommendation.slot == key.slot
             )
         ).scalar_one_or_none()
+
+
+RESCHEDULE_DAYS = 2  # "today or tomorrow"
+
+
+def reschedule(
+    store: Store, settings: Settings, rec_id: int, now: datetime
+) -> Recommendation | None:
+    """The next free window for the same action, as a new recommendation; None if none.
+
+    Looked for in the slots after the rescheduled one, through the end of tomorrow, that
+    have no recommendation yet. Made once: asking again returns the same proposal.
+    """
+    with store.session() as session:
+        rec = session.get(Recommendation, rec_id)
+        if rec is None:
+            return None
+        done = session.execute(
+            select(Recommendation).where(Recommendation.rescheduled_from == rec_id)
+        ).scalar_one_or_none()
+        if done is not None:
+            return done
+        taken = {
+            (r.local_date, r.slot)
+            for r in session.execute(
+                select(Recommendation).where(Recommendation.local_date >= rec.local_date)
+            ).scalars()
+        }
+    need = min_minutes(settings)[rec.action]
+    first = SlotKey(rec.local_date, rec.slot).next()
+    last_day = max(rec.local_date, target_slot(settings, now).local_date) + timedelta(
+        days=RESCHEDULE_DAYS - 1
+    )
+    keys: list[SlotKey] = []
+    key = first
+    while key.local_date <= last_day:
+        keys.append(key)
+        key = key.next()
+    if not keys:
+        return None
+    lo, _ = slot_bounds(keys[0], settings.tz, settings.boundaries)
+    _, hi = slot_bounds(keys[-1], settings.tz, settings.boundaries)
+    busy = busy_between(store, min(lo, now), hi)
+    for key in keys:
+        if (key.local_date, key.slot) in taken:
+            continue
+        free = slot_free(settings, key, busy, now)
+        window = window_for(rec.action, free, {rec.action: need}, settings.windows.max_minutes)
+        if window is None:
+            continue
+        obs = json.loads(rec.observation or "{}")
+        obs.update({"slot": key.slot, "day": key.day, "timestep": key.timestep})
+        obs["free_minutes"] = round(longest_free_minutes(free))
+        obs["available_actions"] = [rec.action]
+        row = {
+            "local_date": key.local_date,
+            "slot": key.slot,
+            "timestep": key.timestep,
+            "action": rec.action,
+            "belief": rec.belief,
+            "rationale": (
+                f"rescheduled from the {SlotKey(rec.local_date, rec.slot).name} of "
+                f"{rec.local_date.isoformat()}: the next free window for {rec.action}"
+            ),
+            "runner": rec.runner,
+            "runner_version": rec.runner_version,
+            "observation": dumps(obs),
+            "fallback_reason": None,
+            "window_start": window[0],
+            "window_end": window[1],
+            "window_reason": None,
+            "rescheduled_from": rec_id,
+            "created_at": utcnow(),
+        }
+        with store.transaction() as session:
+            upsert(session, Recommendation, [row], keys=("local_date", "slot"))
+            return session.execute(
+                select(Recommendation).where(
+                    Recommendation.local_date == key.local_date, Recommendation.slot == key.slot
+                )
+            ).scalar_one()
+    return None

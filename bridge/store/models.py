@@ -163,6 +163,8 @@ class Recommendation(SQLModel, table=True):
     window_start: datetime | None = None
     window_end: datetime | None = None
     window_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # Set on the proposal a Reschedule made: the id of the recommendation it replaces.
+    rescheduled_from: int | None = None
     created_at: datetime
 
 

@@ -128,3 +128,12 @@ def meter_cards(doc: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return cards
+
+
+def proposal(store: Store, settings: Settings, rec_id: str | None) -> dict[str, Any] | None:
+    """The window a Reschedule just proposed (from the page's redirect), if it exists."""
+    if not rec_id or not rec_id.isdigit():
+        return None
+    with store.session() as session:
+        rec = session.get(Recommendation, int(rec_id))
+        return recommendation_document(rec, None, settings.tz) if rec else None
