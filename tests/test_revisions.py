@@ -321,11 +321,14 @@ def test_without_the_persons_zone_a_day_keeps_the_offset_garmin_gives_it():
 
 def _old_schema_store(database_url: str) -> sa.Engine:
     from alembic import command
+    from alembic.script import ScriptDirectory
 
     from bridge.store.db import _alembic_config, make_engine
 
     engine = make_engine(database_url)
-    command.upgrade(_alembic_config(engine), "i6_corrections")
+    cfg = _alembic_config(engine)
+    before = ScriptDirectory.from_config(cfg).get_revision("i26_revisions").down_revision
+    command.upgrade(cfg, before)
     return engine
 
 
