@@ -167,7 +167,7 @@ def test_bad_todos_are_counted_skips_and_the_rest_is_stored(store, tmp_path, ctx
 def test_a_file_icalendar_cannot_parse_stores_nothing(store, tmp_path, ctx, body):
     path = tmp_path / "broken.ics"
     path.write_bytes(body)
-    with pytest.raises(InputError, match="broken.ics: malformed iCalendar"):
+    with pytest.raises(InputError, match=r"broken\.ics: malformed iCalendar"):
         import_file(store, "ics", path, ctx)
     assert store.count(Task) == 0 and store.count(TaskChange) == 0
 
@@ -251,8 +251,22 @@ def test_a_task_reopened_later_still_counts_as_done_on_its_day():
 
 def test_overdue_load_and_a_real_due_date_replace_the_guessed_deadline():
     rows = [
-        (1, "created", _at(DAY - timedelta(days=9), 9), _end_of(DAY - timedelta(days=5)), "Taxes", None),
-        (2, "created", _at(DAY - timedelta(days=9), 9), _end_of(DAY + timedelta(days=3)), "Slides", None),
+        (
+            1,
+            "created",
+            _at(DAY - timedelta(days=9), 9),
+            _end_of(DAY - timedelta(days=5)),
+            "Taxes",
+            None,
+        ),
+        (
+            2,
+            "created",
+            _at(DAY - timedelta(days=9), 9),
+            _end_of(DAY + timedelta(days=3)),
+            "Slides",
+            None,
+        ),
     ]
     progress = _progress(_frame(rows), slot=0)["progress"]
     inputs = {i["name"]: i for i in progress.provenance["inputs"]}

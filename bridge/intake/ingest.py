@@ -192,7 +192,16 @@ class ReadingWriter:
         out_of_range = value is not None and (
             value != value or (bounds is not None and not bounds[0] <= value <= bounds[1])
         )
-        if out_of_range or len(rec.origin) > 200 or len(rec.device) > 300:
+        origin, device = rec.origin, rec.device
+        if (
+            out_of_range
+            or len(origin) > 200
+            or len(device) > 300
+            or not origin.isprintable()
+            or not device.isprintable()
+            or not rec.label.isprintable()
+            or not rec.unit.isprintable()
+        ):
             reason = check_reading(rec, wall_clock)
             if reason is not None:
                 return reason
@@ -313,7 +322,11 @@ def write_records(
 
     for rec in records:
         if type(rec) is ReadingRecord:
-            reason = add(rec, wall_clock)
+            try:
+                reason = add(rec, wall_clock)
+            except OverflowError:
+                # Year 1 at +01:00 or year 9999 at -05:00 has no UTC instant.
+                reason = "date out of range"
             if reason is not None:
                 note_skip(rec.metric, reason)
                 continue
@@ -325,7 +338,10 @@ def write_records(
             note_skip(rec.kind, rec.reason, "unreadable")
             continue
         elif isinstance(rec, EventRecord):
-            reason = check_event(rec, wall_clock)
+            try:
+                reason = check_event(rec, wall_clock)
+            except OverflowError:
+                reason = "date out of range"
             if reason is not None:
                 note_skip("event", reason)
                 continue
@@ -335,11 +351,16 @@ def write_records(
             if len(pending) + len(events) < BATCH:
                 continue
         elif type(rec) is TaskRecord:
-            reason = check_task(rec, wall_clock)
-            if reason is not None:
-                note_skip("task", reason)
+            row = None
+            try:
+                reason = check_task(rec, wall_clock)
+                row = rec.row(source, now) if reason is None else None
+            except OverflowError:
+                reason = "date out of range"
+            if row is None or reason is not None:
+                note_skip("task", reason or "date out of range")
                 continue
-            tasks.append(rec.row(source, now))
+            tasks.append(row)
             seen_tasks.setdefault(rec.list_id, set()).add(rec.uid)
             by_type["task"] = by_type.get("task", 0) + 1
             if len(pending) + len(events) + len(tasks) < BATCH:
