@@ -295,6 +295,7 @@ def test_a_person_with_only_tasks_gets_a_progress_meter():
 # --- end to end through the CLI ---------------------------------------------------------
 
 
+@pytest.mark.sqlite_only  # the demo keeps its own SQLite store; the PostgreSQL run's env points elsewhere
 def test_demo_tasks_feed_progress_and_meters_explain_shows_them(tmp_path):
     from typer.testing import CliRunner
 
