@@ -1,7 +1,7 @@
 """tasks and their history (Google Tasks, VTODO)
 
 Revision ID: i24_tasks
-Revises: i6_corrections
+Revises: i20_windows
 """
 from alembic import op
 import sqlalchemy as sa
@@ -9,7 +9,7 @@ import sqlmodel
 
 
 revision = 'i24_tasks'
-down_revision = 'i6_corrections'
+down_revision = 'i20_windows'
 branch_labels = None
 depends_on = None
 
