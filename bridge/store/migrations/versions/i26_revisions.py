@@ -1,7 +1,7 @@
 """readings.revision: facts a source revises are replaced, not added; repair earlier copies
 
 Revision ID: i26_revisions
-Revises: i20_windows
+Revises: i24_tasks
 
 Before this, a Garmin day still growing was stored again with every sync (the daily total
 is stored over [day start, last upload], and the end moved), and a re-scored or edited
@@ -28,7 +28,7 @@ import sqlmodel
 from alembic import op
 
 revision = "i26_revisions"
-down_revision = "i20_windows"
+down_revision = "i24_tasks"
 branch_labels = None
 depends_on = None
 
