@@ -343,6 +343,8 @@ class Revisions:
                 table.c.source == source,
                 table.c.revision == "",
                 table.c.metric.in_(metrics),
+                # No reading is longer than MAX_READING_SPAN: a bounded range on the index.
+                table.c.start_utc >= lo - MAX_READING_SPAN,
                 table.c.start_utc <= hi,
                 table.c.end_utc >= lo,
             )
