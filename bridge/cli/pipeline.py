@@ -478,25 +478,9 @@ def status(as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(doc)
         return
-    typer.echo(f"database: {doc['database']} (schema {doc['schema_version']})")
-    typer.echo(
-        f"snapshot: {doc['snapshot']}\nlast cycle: {doc['last_cycle'] or 'never'}; "
-        f"next cycle: {doc['next_cycle'] or 'when the daemon starts'}"
-    )
-    for s in doc["sources"]:
-        state = s["status"] if s["enabled"] else "disabled"
-        line = (
-            f"  {s['source']:<16}{state:<17}records {s['records']:<8}"
-            f"last ok {s['last_success'] or '—'}"
-        )
-        if s["last_error"]:
-            line += f"\n{'':18}last error: {s['last_error']}"
-        if s["action_needed"]:
-            line += f"\n{'':18}action needed: run `{s['action_needed']}`"
-        typer.echo(line)
-    typer.echo("data freshness:")
-    for f in doc["freshness"]:
-        age = "never" if f["age_hours"] is None else f"{f['age_hours']} h ago"
-        typer.echo(f"  {f['input']:<12}{age:<14}feeds {', '.join(f['meters'])}")
+    from bridge.out.status import status_lines
+
+    settings = current_settings()
+    typer.echo("\n".join(status_lines(doc, datetime.now(UTC), settings.tz)))
     for warning in doc["warnings"]:
         typer.echo(f"warning: {warning}", err=True)
