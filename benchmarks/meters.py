@@ -174,68 +174,70 @@ def best_of(fn, repeat: int) -> tuple[float, object]:
     return best, result
 
 
+def load_into(store, readings: pd.DataFrame, events: pd.DataFrame, first_uid: int = 0) -> None:
+    """Write synthetic frames into a store as the ingest step would (one transaction)."""
+    from bridge.store import upsert
+    from bridge.store.models import CalendarEvent, Reading
+
+    stamp = datetime.now(UTC)
+    reading_rows = [
+        {
+            "source": "bench",
+            "metric": m,
+            "origin": o,
+            "start_utc": s.to_pydatetime(warn=False),
+            "end_utc": e.to_pydatetime(warn=False),
+            "utc_offset_min": int(off),
+            "value": None if v != v else float(v),
+            "label": lab,
+            "imported_at": stamp,
+        }
+        for m, s, e, v, lab, o, off in readings[READING_COLUMNS].itertuples(index=False)
+    ]
+    event_rows = [
+        {
+            "source": "bench",
+            "calendar_id": "main",
+            "uid": f"ev{first_uid + i}",
+            "title": t,
+            "start_utc": s.to_pydatetime(warn=False),
+            "end_utc": e.to_pydatetime(warn=False),
+            "action": a,
+            "status": st,
+            "transparency": tr,
+            "all_day": bool(ad),
+            "attendee_count": int(n),
+            "updated_at": stamp,
+        }
+        for i, (s, e, a, st, tr, ad, n, t) in enumerate(
+            events[EVENT_COLUMNS].itertuples(index=False)
+        )
+    ]
+    with store.transaction() as session:
+        if reading_rows:
+            upsert(session, Reading, reading_rows, keys=READING_KEY)
+        if event_rows:
+            upsert(session, CalendarEvent, event_rows, keys=EVENT_KEY)
+
+
 def store_cycle(readings: pd.DataFrame, events: pd.DataFrame, new_r, new_e, now, repeat) -> None:
     """The pipeline's meter step on a real SQLite store: window recompute, then one cycle."""
     import tempfile
 
     from bridge.config import Settings
     from bridge.cycle.meters import recompute_meters
-    from bridge.store import Store, upsert
-    from bridge.store.models import CalendarEvent, Reading
-
-    def reading_rows(frame: pd.DataFrame) -> list[dict]:
-        stamp = datetime.now(UTC)
-        return [
-            {
-                "source": "bench",
-                "metric": m,
-                "origin": o,
-                "start_utc": s.to_pydatetime(warn=False),
-                "end_utc": e.to_pydatetime(warn=False),
-                "utc_offset_min": int(off),
-                "value": None if v != v else float(v),
-                "label": lab,
-                "imported_at": stamp,
-            }
-            for m, s, e, v, lab, o, off in frame[READING_COLUMNS].itertuples(index=False)
-        ]
-
-    def event_rows(frame: pd.DataFrame, first: int) -> list[dict]:
-        stamp = datetime.now(UTC)
-        return [
-            {
-                "source": "bench",
-                "calendar_id": "main",
-                "uid": f"ev{first + i}",
-                "title": t,
-                "start_utc": s.to_pydatetime(warn=False),
-                "end_utc": e.to_pydatetime(warn=False),
-                "action": a,
-                "status": st,
-                "transparency": tr,
-                "all_day": bool(ad),
-                "attendee_count": int(n),
-                "updated_at": stamp,
-            }
-            for i, (s, e, a, st, tr, ad, n, t) in enumerate(
-                frame[EVENT_COLUMNS].itertuples(index=False)
-            )
-        ]
+    from bridge.store import Store
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings.model_validate({"timezone": str(TZ), "data_dir": tmp})
         store = Store(settings.database_url)
         t = time.perf_counter()
-        with store.transaction() as session:
-            upsert(session, Reading, reading_rows(readings), keys=READING_KEY)
-            upsert(session, CalendarEvent, event_rows(events, 0), keys=EVENT_KEY)
+        load_into(store, readings, events)
         load_t = time.perf_counter() - t
         window_t, slots = best_of(
             lambda: recompute_meters(store, settings, now - timedelta(days=1), full=True), 1
         )
-        with store.transaction() as session:
-            upsert(session, Reading, reading_rows(new_r), keys=READING_KEY)
-            upsert(session, CalendarEvent, event_rows(new_e, len(events)), keys=EVENT_KEY)
+        load_into(store, new_r, new_e, len(events))
         cycle_t, done = best_of(lambda: recompute_meters(store, settings, now), 1)
         again_t, again = best_of(lambda: recompute_meters(store, settings, now), repeat)
         store.dispose()

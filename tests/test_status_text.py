@@ -54,8 +54,8 @@ def test_next_cycle_only_while_a_daemon_holds_the_lock(doc, settings):
         assert running["daemon_running"] is True
         lines = status_lines(running, NOW, BERLIN)
         assert "next cycle: 2026-11-24 13:10 (in 10 min)" in lines
-        with pytest.raises(BridgeError, match="another rhythm-bridge daemon is running"):
-            with daemon_lock(settings.data_path):
-                pass
+        busy = pytest.raises(BridgeError, match="another rhythm-bridge daemon is running")
+        with busy, daemon_lock(settings.data_path):
+            pass
     assert not daemon_running(settings.data_path)
     assert doc()["next_cycle"] is None

@@ -35,7 +35,7 @@ LONGEST_RECORD = timedelta(days=31)
 CHUNK_DAYS = 366
 
 
-def _frames(
+def load_frames(
     store: Store, lo: datetime, hi: datetime, events_hi: datetime | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The meter inputs overlapping [lo, hi) (events up to `events_hi`, for deadlines)."""
@@ -213,7 +213,9 @@ def recompute_meters(
         chunk = todo[at : at + size]
         lo = slot_bounds(chunk[0], tz, bounds)[0] - lookback
         chunk_hi = slot_bounds(chunk[-1], tz, bounds)[1] + timedelta(days=1)
-        readings, events = _frames(store, lo, chunk_hi, chunk_hi + timedelta(days=DEADLINE_DAYS))
+        readings, events = load_frames(
+            store, lo, chunk_hi, chunk_hi + timedelta(days=DEADLINE_DAYS)
+        )
         results = compute_slots(
             readings,
             events,
