@@ -33,6 +33,7 @@ from bridge.learning.feedback import UnknownRecommendation, record_feedback
 from bridge.store import Store
 from bridge.web import access, views
 from bridge.web.charts import sparkline
+from bridge.web.limits import BodyLimit
 from mappings.actions import METERS
 
 # Below this confidence a meter is drawn faded and hatched (page) or dashed (history).
@@ -441,7 +442,10 @@ def create_app(
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(Guard, state=state)],
+        middleware=[
+            Middleware(Guard, state=state),
+            Middleware(BodyLimit, max_bytes=settings.web.max_body_kb * 1024),
+        ],
         exception_handlers={HTTPException: _on_http, BridgeError: _on_bridge},
     )
     app.state.web = state
