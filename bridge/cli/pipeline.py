@@ -149,6 +149,8 @@ def import_(
                 current_store(), kind, Path(path), ctx, force=force, progress=progress
             )
     typer.echo(summary.line())
+    if summary.new:
+        typer.echo("the next cycle computes the meters of every day it brought (run --once)")
 
 
 @app.command()
