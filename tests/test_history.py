@@ -8,47 +8,24 @@ import json
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from bridge.cli.main import app
 from bridge.cycle.meters import first_data_day, recompute_meters
-from bridge.intake.ingest import import_file
 from bridge.out.history import stored_range
 from bridge.store import upsert
-from bridge.store.models import CalendarEvent, MeterSnapshot, Reading
+from bridge.store.models import MeterSnapshot, Reading
 from connectors.base import ReadingRecord
-from tests.conftest import DEMO_NOW, SAMPLE
+from tests.conftest import DEMO_NOW
 from tests.helpers import validate_snapshot, write_config
+from tests.test_meter_recompute import load_sample
+from tests.test_meter_recompute import snapshots as rows
 
 
 @pytest.fixture
 def loaded(store, ctx):
-    import_file(store, "apple-health", SAMPLE / "apple_health_export.zip", ctx)
-    import_file(store, "ics", SAMPLE / "calendar.ics", ctx)
-    with store.transaction() as session:
-        session.execute(update(CalendarEvent).values(action="ADMIN_WORK"))
-    return store
-
-
-def rows(store):
-    with store.session() as session:
-        found = session.execute(
-            select(MeterSnapshot).order_by(MeterSnapshot.local_date, MeterSnapshot.slot)
-        ).scalars()
-        return {
-            (r.local_date, r.slot): (
-                r.vitality,
-                r.cognition,
-                r.progress,
-                r.serenity,
-                r.connection,
-                r.serenity_confidence,
-                r.provenance,
-                r.deltas,
-            )
-            for r in found
-        }
+    return load_sample(store, ctx)
 
 
 def cli(settings, tmp_path, *args):

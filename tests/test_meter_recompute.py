@@ -18,13 +18,18 @@ from tests.conftest import DEMO_NOW, SAMPLE
 from tests.helpers import write_config
 
 
-@pytest.fixture
-def loaded(store, ctx):
+def load_sample(store, ctx):
+    """The bundled sample (33 days from 2026-10-17), events labelled as classify would."""
     import_file(store, "apple-health", SAMPLE / "apple_health_export.zip", ctx)
     import_file(store, "ics", SAMPLE / "calendar.ics", ctx)
     with store.transaction() as session:  # what the classify step would have done
         session.execute(update(CalendarEvent).values(action="ADMIN_WORK"))
     return store
+
+
+@pytest.fixture
+def loaded(store, ctx):
+    return load_sample(store, ctx)
 
 
 def snapshots(store):

@@ -262,7 +262,11 @@ def page_charts(doc: dict, weak_below: float) -> dict[str, list[tuple[str, Marku
         shown = [f"{name} {r[k]:{f}}" for name, k, f in pairs if r.get(k) is not None]
         return f"{when(r)}: " + (", ".join(shown) or "no data")
 
-    inputs = []
+    inputs: list[tuple[str, Markup]] = []
+
+    def add(key: str, chart: Chart) -> None:
+        inputs.append((key, render(chart)))
+
     hours = col("sleep_hours")
     deep = [
         None if h is None or s is None else h * s
@@ -273,33 +277,29 @@ def page_charts(doc: dict, weak_below: float) -> dict[str, list[tuple[str, Marku
         for h, s in zip(hours, col("rem_share"), strict=True)
     ]
     both = [None if d is None or r is None else d + r for d, r in zip(deep, rem, strict=True)]
-    inputs.append(
-        (
-            "sleep",
-            render(
-                Chart(
-                    "Sleep",
-                    days,
-                    [
-                        Layer("bars", hours, css="sleep"),
-                        Layer("bars", deep, css="deep"),
-                        Layer("bars", deep, both, "rem"),
-                    ],
-                    hi=max([10.0, *(h for h in hours if h is not None)]),
-                    unit="h asleep; deep and REM below",
-                    tips=[
-                        tip(
-                            r,
-                            ("asleep h", "sleep_hours", ".1f"),
-                            ("deep", "deep_share", ".0%"),
-                            ("REM", "rem_share", ".0%"),
-                        )
-                        for r in rows
-                    ],
-                    ticks=(0.0, 4.0, 8.0),
+    add(
+        "sleep",
+        Chart(
+            "Sleep",
+            days,
+            [
+                Layer("bars", hours, css="sleep"),
+                Layer("bars", deep, css="deep"),
+                Layer("bars", deep, both, "rem"),
+            ],
+            hi=max([10.0, *(h for h in hours if h is not None)]),
+            unit="h asleep; deep and REM below",
+            tips=[
+                tip(
+                    r,
+                    ("asleep h", "sleep_hours", ".1f"),
+                    ("deep", "deep_share", ".0%"),
+                    ("REM", "rem_share", ".0%"),
                 )
-            ),
-        )
+                for r in rows
+            ],
+            ticks=(0.0, 4.0, 8.0),
+        ),
     )
     for key, title, unit in (("hrv", "HRV", "ms"), ("resting_hr", "Resting heart rate", "bpm")):
         value_key = "hrv_ms" if key == "hrv" else key
@@ -308,31 +308,25 @@ def page_charts(doc: dict, weak_below: float) -> dict[str, list[tuple[str, Marku
         step = nice(max((max(known, default=1.0) - min(known, default=0.0)) / 4, 1.0))
         lo = step * (min(known, default=0.0) // step)
         hi = step * -(-max(known, default=1.0) // step)
-        inputs.append(
-            (
-                key,
-                render(
-                    Chart(
-                        title,
-                        days,
-                        [
-                            Layer("band", col(f"{key}_low"), col(f"{key}_high"), "baseline"),
-                            Layer("line", col(f"{key}_baseline"), css="base"),
-                            Layer("line", values, css="value"),
-                        ],
-                        lo=lo,
-                        hi=hi,
-                        unit=f"{unit}; band: your baseline",
-                        tips=[
-                            tip(
-                                r, (title, value_key, ".0f"), ("baseline", f"{key}_baseline", ".0f")
-                            )
-                            for r in rows
-                        ],
-                        ticks=(lo, (lo + hi) / 2, hi),
-                    )
-                ),
-            )
+        add(
+            key,
+            Chart(
+                title,
+                days,
+                [
+                    Layer("band", col(f"{key}_low"), col(f"{key}_high"), "baseline"),
+                    Layer("line", col(f"{key}_baseline"), css="base"),
+                    Layer("line", values, css="value"),
+                ],
+                lo=lo,
+                hi=hi,
+                unit=f"{unit}; band: your baseline",
+                tips=[
+                    tip(r, (title, value_key, ".0f"), ("baseline", f"{key}_baseline", ".0f"))
+                    for r in rows
+                ],
+                ticks=(lo, (lo + hi) / 2, hi),
+            ),
         )
     for key, title, unit, fmt in (
         ("steps", "Steps", "per day", ",.0f"),
@@ -342,20 +336,16 @@ def page_charts(doc: dict, weak_below: float) -> dict[str, list[tuple[str, Marku
         values = col(key)
         top = 100.0 if key == "stress" else nice(max([v for v in values if v], default=1.0))
         kind = "line" if key == "stress" else "bars"
-        inputs.append(
-            (
-                key,
-                render(
-                    Chart(
-                        title,
-                        days,
-                        [Layer(kind, values, css=key)],
-                        hi=top,
-                        unit=unit,
-                        tips=[tip(r, (title, key, fmt)) for r in rows],
-                        ticks=(0.0, top / 2, top),
-                    )
-                ),
-            )
+        add(
+            key,
+            Chart(
+                title,
+                days,
+                [Layer(kind, values, css=key)],
+                hi=top,
+                unit=unit,
+                tips=[tip(r, (title, key, fmt)) for r in rows],
+                ticks=(0.0, top / 2, top),
+            ),
         )
     return {"meters": meters, "inputs": inputs}
