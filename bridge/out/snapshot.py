@@ -66,6 +66,32 @@ def recommendation_document(rec: Recommendation, fb: Feedback | None) -> dict[st
     }
 
 
+def answered_document(rec: Recommendation, fb: Feedback | None) -> dict[str, Any]:
+    """The recommendation with how and when it was answered (the page, the API, MQTT)."""
+    doc = recommendation_document(rec, fb)
+    doc["channel"] = fb.channel if fb else None
+    doc["answered_at"] = iso(fb.created_at) if fb else None
+    return doc
+
+
+def current_recommendation(
+    store: Store, settings: Settings, now: datetime
+) -> dict[str, Any] | None:
+    """The recommendation the buttons answer: the coming slot's, else the current slot's."""
+    from bridge.clock import current_slot, target_slot
+
+    with store.session() as session:
+        for key in (target_slot(settings, now), current_slot(settings, now)):
+            row = session.execute(
+                select(Recommendation, Feedback)
+                .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
+                .where(Recommendation.local_date == key.local_date, Recommendation.slot == key.slot)
+            ).first()
+            if row:
+                return answered_document(row[0], row[1])
+    return None
+
+
 def events_of_day(
     store: Store, settings: Settings, day: date, *, with_ids: bool = False
 ) -> list[dict[str, Any]]:

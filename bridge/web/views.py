@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
 
 from bridge.config import Settings
-from bridge.out.snapshot import events_of_day, iso, recommendation_document, slot_documents
+from bridge.out.snapshot import (
+    answered_document,
+    current_recommendation,
+    events_of_day,
+    slot_documents,
+)
 from bridge.store import Store
 from bridge.store.models import Feedback, Recommendation
 from mappings.actions import BELIEF_AXES, METERS
@@ -36,35 +41,9 @@ def meters(store: Store, settings: Settings, now: datetime, days: int = TREND_DA
     }
 
 
-def _recommendation_row(
-    session: Any, local_date: date, slot: int
-) -> tuple[Recommendation, Feedback | None] | None:
-    row = session.execute(
-        select(Recommendation, Feedback)
-        .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
-        .where(Recommendation.local_date == local_date, Recommendation.slot == slot)
-    ).first()
-    return (row[0], row[1]) if row else None
-
-
-def _with_answer(rec: Recommendation, fb: Feedback | None) -> dict[str, Any]:
-    doc = recommendation_document(rec, fb)
-    doc["channel"] = fb.channel if fb else None
-    doc["answered_at"] = iso(fb.created_at) if fb else None
-    return doc
-
-
 def recommendation(store: Store, settings: Settings, now: datetime) -> dict[str, Any] | None:
     """The recommendation for the coming slot, else the current slot's; None if neither."""
-    from bridge.clock import current_slot, target_slot
-
-    keys = [target_slot(settings, now), current_slot(settings, now)]
-    with store.session() as session:
-        for key in keys:
-            found = _recommendation_row(session, key.local_date, key.slot)
-            if found:
-                return _with_answer(*found)
-    return None
+    return current_recommendation(store, settings, now)
 
 
 def interaction_history(store: Store, limit: int = HISTORY_LIMIT) -> list[dict[str, Any]]:
@@ -76,7 +55,7 @@ def interaction_history(store: Store, limit: int = HISTORY_LIMIT) -> list[dict[s
             .order_by(Recommendation.local_date.desc(), Recommendation.slot.desc())
             .limit(limit)
         ).all()
-    return [_with_answer(rec, fb) for rec, fb in rows]
+    return [answered_document(rec, fb) for rec, fb in rows]
 
 
 def events_today(store: Store, settings: Settings, now: datetime) -> list[dict[str, Any]]:
