@@ -121,9 +121,11 @@ def ha_problems(topic: str, payload: str) -> list[str]:
                 problems.append(f"{topic}: enum sensor with a state class or unit")
         elif "options" in config:
             problems.append(f"{topic}: options without device_class enum")
-    if component == "binary_sensor":
-        if config.get("device_class") not in (None, *BINARY_DEVICE_CLASSES):
-            problems.append(f"{topic}: binary_sensor device_class {config['device_class']!r}")
+    if component == "binary_sensor" and config.get("device_class") not in (
+        None,
+        *BINARY_DEVICE_CLASSES,
+    ):
+        problems.append(f"{topic}: binary_sensor device_class {config['device_class']!r}")
     if component == "button":
         if "command_topic" not in config:
             problems.append(f"{topic}: a button without command_topic")
@@ -280,3 +282,71 @@ class Watcher:
     def close(self) -> None:
         self.client.disconnect()
         self.client.loop_stop()
+
+
+def make_ca(folder: Path, host: str = "localhost") -> tuple[Path, Path, Path]:
+    """A fresh CA and a server certificate it signed for `host` and 127.0.0.1 (PEM files)."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    folder.mkdir(parents=True, exist_ok=True)
+    now = dt.datetime.now(dt.UTC)
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("test CA"))
+        .issuer_name(name("test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name(host))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(host), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = folder / "ca.pem", folder / "server.pem", folder / "server.key"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    paths[2].chmod(0o600)
+    return paths

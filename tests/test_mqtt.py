@@ -24,7 +24,15 @@ from bridge.out.mqtt.entities import ACTIONS, METERS
 from bridge.out.mqtt.link import REMEMBERED, MqttError, MqttLink, publish_once, remove_entities
 from bridge.store.models import Feedback, Recommendation
 from tests.conftest import DEMO_NOW, SAMPLE
-from tests.mqtt_broker import Mosquitto, Watcher, free_port, ha_problems, state_problems
+from tests.helpers import cli_process, wait_until, write_config
+from tests.mqtt_broker import (
+    Mosquitto,
+    Watcher,
+    free_port,
+    ha_problems,
+    make_ca,
+    state_problems,
+)
 
 PREFIX, BASE = "homeassistant", "rhythm-bridge"
 
@@ -48,9 +56,7 @@ def with_mqtt(settings: Settings, **mqtt) -> Settings:
 
 
 def with_sources(settings: Settings, **sources) -> Settings:
-    return settings.model_copy(
-        update={"sources": settings.sources.model_copy(update=sources)}
-    )
+    return settings.model_copy(update={"sources": settings.sources.model_copy(update=sources)})
 
 
 def configs_by_id(watcher: Watcher) -> dict[str, tuple[str, dict]]:
@@ -280,7 +286,9 @@ def test_home_assistant_restarting_gets_everything_again(demo, broker, watcher):
         watcher.wait_for(all_published(12))
         before = len(watcher.seen)
         watcher.press(f"{PREFIX}/status", "online")  # Home Assistant's birth message
-        watcher.wait_for(lambda _: sum(t.endswith("/config") for t, _p in watcher.seen[before:]) >= 12)
+        watcher.wait_for(
+            lambda _: sum(t.endswith("/config") for t, _p in watcher.seen[before:]) >= 12
+        )
     finally:
         link.close()
 
@@ -341,8 +349,13 @@ def test_turning_mqtt_off_removes_the_entities(demo, broker, watcher):
     # [mqtt] off (the section deleted: its defaults say another port) removes everything
     # from the broker that was used, once.
     message = publish_once(settings, store, timeout=10)
-    assert message == f"mqtt: removed the Home Assistant entities from mqtt://localhost:{broker.port} ([mqtt] is off)"
-    watcher.wait_for(lambda latest: not any(t.startswith(PREFIX) or t.startswith(BASE) for t in latest))
+    assert (
+        message
+        == f"mqtt: removed the Home Assistant entities from mqtt://localhost:{broker.port} ([mqtt] is off)"
+    )
+    watcher.wait_for(
+        lambda latest: not any(t.startswith(PREFIX) or t.startswith(BASE) for t in latest)
+    )
     # Retained messages are really gone: a new subscriber gets none.
     fresh = Watcher(broker.port)
     try:
@@ -352,3 +365,123 @@ def test_turning_mqtt_off_removes_the_entities(demo, broker, watcher):
         fresh.close()
     assert not store.get_meta(REMEMBERED)
     assert publish_once(settings, store) is None and remove_entities(settings, store) is None
+
+
+# ---- TLS, the password, the CLI, the daemon -------------------------------------------
+
+
+# paho-mqtt 2.2 drops (does not close) its socket when the TLS handshake fails; Python
+# closes it when collecting it, with a ResourceWarning that is not ours to fix.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_tls_with_a_custom_ca_and_the_password_from_the_keyring(demo, tmp_path, memory_keyring):
+    from bridge.errors import ConfigError
+    from bridge.out.mqtt.link import set_password
+
+    settings, store = demo
+    ca, cert, key = make_ca(tmp_path / "pki")
+    broker = Mosquitto(
+        tmp_path / "tls-broker", tls=(cert, key), passwords={"bridge": "s3cret-pass"}
+    ).start()
+    try:
+        secure = with_mqtt(settings, port=broker.port, tls=True, ca_file=str(ca), username="bridge")
+        with pytest.raises(MqttError, match="refused the connection: Not authorized"):
+            publish_once(secure, store, timeout=10)  # no password stored yet
+        set_password(secure, "s3cret-pass")
+        assert publish_once(secure, store, timeout=10).startswith(
+            f"mqtt: published 30 retained messages to mqtts://localhost:{broker.port}"
+        )
+        assert "s3cret" not in store.get_meta(REMEMBERED)
+        assert json.loads(store.get_meta(REMEMBERED))["broker"]["tls"] is True
+
+        other_ca = make_ca(tmp_path / "other-pki")[0]
+        wrong = secure.model_copy(
+            update={"mqtt": secure.mqtt.model_copy(update={"ca_file": str(other_ca)})}
+        )
+        with pytest.raises(
+            MqttError, match=r"TLS with mqtts://localhost:\d+ failed: CERTIFICATE_VERIFY_FAILED"
+        ):
+            publish_once(wrong, store, timeout=10)
+        plain = secure.model_copy(update={"mqtt": secure.mqtt.model_copy(update={"tls": False})})
+        with pytest.raises(MqttError):
+            publish_once(plain, store, timeout=5)  # plain MQTT to a TLS port: no answer
+        missing = secure.model_copy(
+            update={"mqtt": secure.mqtt.model_copy(update={"ca_file": str(tmp_path / "no.pem")})}
+        )
+        with pytest.raises(ConfigError, match=r"mqtt.ca_file: .*no.pem does not exist"):
+            publish_once(missing, store)
+    finally:
+        broker.stop()
+
+
+def test_the_cli_stores_the_password_and_run_once_publishes(
+    tmp_path, memory_keyring, broker, watcher
+):
+    from typer.testing import CliRunner
+
+    from bridge.cli.main import app
+
+    cli = CliRunner()
+    cfg = write_config(
+        tmp_path / "c.toml",
+        tmp_path / "data",
+        ics=f'[sources.ics]\nenabled = true\npaths = ["{SAMPLE / "calendar.ics"}"]',
+        mqtt=f'[mqtt]\nenabled = true\nhost = "127.0.0.1"\nport = {broker.port}',
+    )
+    result = cli.invoke(app, ["--config", str(cfg), "mqtt-password"], input="pw-123456\n")
+    assert result.exit_code == 0 and "pw-123456" not in result.output, result.output
+    assert memory_keyring.get_password("rhythm-bridge", "mqtt-password") == "pw-123456"
+    assert "[mqtt] username" in result.output  # the password alone is not used
+    assert cli.invoke(app, ["--config", str(cfg), "mqtt-password", "--clear"]).exit_code == 0
+    assert memory_keyring.get_password("rhythm-bridge", "mqtt-password") is None
+
+    result = cli.invoke(app, ["--config", str(cfg), "run", "--once"])
+    assert result.exit_code == 0, result.output
+    assert (
+        f"mqtt: published 33 retained messages to mqtt://127.0.0.1:{broker.port}" in result.output
+    )
+    watcher.wait_for(all_published(13))
+    assert watcher.latest[f"{BASE}/source_ics/state"] == "OFF"
+    broker.stop()
+    result = cli.invoke(app, ["--config", str(cfg), "run", "--once"])
+    # The cycle ran and was stored; the unreachable broker is one line and exit code 2.
+    assert result.exit_code == 2 and "cycle done" in result.output
+    assert (
+        result.output.strip()
+        .splitlines()[-1]
+        .startswith(f"error: mqtt: cannot reach the broker at mqtt://127.0.0.1:{broker.port}: ")
+    )
+
+
+def test_the_daemon_publishes_a_real_cycle_answers_and_goes_offline_on_stop(
+    tmp_path, broker, watcher
+):
+    cfg = write_config(
+        tmp_path / "c.toml",
+        tmp_path / "data",
+        ics=f'[sources.ics]\nenabled = true\npaths = ["{SAMPLE / "calendar.ics"}"]',
+        mqtt=f'[mqtt]\nenabled = true\nhost = "127.0.0.1"\nport = {broker.port}',
+    )
+    with cli_process(cfg, "run") as proc:
+        wait_until(
+            lambda: watcher.latest.get(f"{BASE}/recommendation/state") not in (None, "None"),
+            proc,
+            timeout=90,
+        )
+        wait_until(lambda: watcher.latest.get(f"{BASE}/answers/availability") == "online", proc, 30)
+        problems = [p for t, p in watcher.configs(PREFIX).items() for p in ha_problems(t, p)]
+        assert problems == []
+        rec = json.loads(watcher.latest[f"{BASE}/recommendation/attributes"])
+        watcher.press(f"{BASE}/answer/accept")
+        wait_until(
+            lambda: (
+                json.loads(watcher.latest[f"{BASE}/recommendation/attributes"])["response"]
+                == "accepted"
+            ),
+            proc,
+            30,
+        )
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, output
+    assert f"recommendation {rec['id']} answered accepted" in output
+    watcher.wait_for(lambda latest: latest.get(f"{BASE}/availability") == "offline")

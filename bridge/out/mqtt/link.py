@@ -321,7 +321,7 @@ class MqttLink:
 
     def _on_disconnect(self, _client: Any, _userdata: Any, _flags: Any, reason: Any, _p: Any):
         self.connected.clear()
-        if not self._stopping:
+        if self.listen and not self._stopping:
             log.warning("mqtt: lost %s (%s); reconnecting with backoff", self.broker, reason)
 
     def _on_message(self, _client: Any, _userdata: Any, msg: Any) -> None:
