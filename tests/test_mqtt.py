@@ -26,6 +26,7 @@ from bridge.store.models import Feedback, Recommendation
 from tests.conftest import DEMO_NOW, SAMPLE
 from tests.helpers import cli_process, wait_until, write_config
 from tests.mqtt_broker import (
+    MOSQUITTO,
     Mosquitto,
     Watcher,
     free_port,
@@ -35,6 +36,13 @@ from tests.mqtt_broker import (
 )
 
 PREFIX, BASE = "homeassistant", "rhythm-bridge"
+
+if not Path(MOSQUITTO).exists():
+    if os.environ.get("CI"):
+        raise RuntimeError(f"{MOSQUITTO} is not installed; .ci/run installs it with apt")
+    pytest.skip(
+        f"{MOSQUITTO} is not installed (apt-get install mosquitto)", allow_module_level=True
+    )
 
 
 @pytest.fixture
@@ -485,3 +493,17 @@ def test_the_daemon_publishes_a_real_cycle_answers_and_goes_offline_on_stop(
     assert proc.returncode == 0, output
     assert f"recommendation {rec['id']} answered accepted" in output
     watcher.wait_for(lambda latest: latest.get(f"{BASE}/availability") == "offline")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("base_topic", "home/#"), ("discovery_prefix", "/homeassistant"), ("base_topic", "a//b")],
+)
+def test_a_bad_topic_in_the_config_is_one_line_naming_the_key(tmp_path, key, value):
+    from bridge.config import load_settings
+    from bridge.errors import ConfigError
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[mqtt]\n{key} = "{value}"\n')
+    with pytest.raises(ConfigError, match=rf"c.toml: key 'mqtt.{key}': .* is not a topic prefix"):
+        load_settings(cfg)
