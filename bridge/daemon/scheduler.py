@@ -212,10 +212,18 @@ def _mqtt_link(settings: Settings, store: Store) -> Any:
 
     With it off, entities published earlier are removed once (a down broker: next start).
     """
+    from bridge.cycle.answer import answer
     from bridge.out.mqtt.link import MqttLink, remove_entities
 
     if settings.mqtt.enabled:
-        return MqttLink(settings, store).start()
+        # The buttons answer exactly like the page's: a Reschedule proposes the next window.
+        return MqttLink(
+            settings,
+            store,
+            answer=lambda rec_id, response, now, channel: answer(
+                store, settings, rec_id, response, now, channel
+            ),
+        ).start()
     try:
         message = remove_entities(settings, store, timeout=10.0)
         if message:

@@ -12,6 +12,7 @@ from bridge.out.snapshot import (
     answered_document,
     current_recommendation,
     events_of_day,
+    recommendation_document,
     slot_documents,
 )
 from bridge.store import Store
@@ -42,11 +43,13 @@ def meters(store: Store, settings: Settings, now: datetime, days: int = TREND_DA
 
 
 def recommendation(store: Store, settings: Settings, now: datetime) -> dict[str, Any] | None:
-    """The recommendation for the coming slot, else the current slot's; None if neither."""
+    """The recommendation the page's buttons answer (see current_recommendation)."""
     return current_recommendation(store, settings, now)
 
 
-def interaction_history(store: Store, limit: int = HISTORY_LIMIT) -> list[dict[str, Any]]:
+def interaction_history(
+    store: Store, limit: int = HISTORY_LIMIT, tz: Any = None
+) -> list[dict[str, Any]]:
     """The latest recommendations, newest first, with the answer each got (or none yet)."""
     with store.session() as session:
         rows = session.execute(
@@ -55,7 +58,7 @@ def interaction_history(store: Store, limit: int = HISTORY_LIMIT) -> list[dict[s
             .order_by(Recommendation.local_date.desc(), Recommendation.slot.desc())
             .limit(limit)
         ).all()
-    return [answered_document(rec, fb) for rec, fb in rows]
+    return [answered_document(rec, fb, tz) for rec, fb in rows]
 
 
 def events_today(store: Store, settings: Settings, now: datetime) -> list[dict[str, Any]]:
@@ -99,3 +102,12 @@ def meter_cards(doc: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return cards
+
+
+def proposal(store: Store, settings: Settings, rec_id: str | None) -> dict[str, Any] | None:
+    """The window a Reschedule just proposed (from the page's redirect), if it exists."""
+    if not rec_id or not rec_id.isdigit():
+        return None
+    with store.session() as session:
+        rec = session.get(Recommendation, int(rec_id))
+        return recommendation_document(rec, None, settings.tz) if rec else None

@@ -266,8 +266,9 @@ def recommendation_states(rec: dict[str, Any] | None) -> dict[str, tuple[str, di
             "answered_at",
         )
     }
-    if rec.get("window") is not None:
-        attrs["window"] = rec["window"]
+    for key in ("window", "window_reason"):  # the free window it fits in, when known
+        if key in rec:
+            attrs[key] = rec[key]
     out = {"recommendation": (rec["action"], attrs)}
     belief = rec.get("belief") or []
     for i, axis in enumerate(BELIEF_AXES):

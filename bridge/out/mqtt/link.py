@@ -19,6 +19,7 @@ import json
 import logging
 import ssl
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +37,10 @@ REMEMBERED = "mqtt_published"  # meta key: what to remove once [mqtt] is turned 
 CHANNEL = "mqtt"  # how answers from the buttons are stored (feedback.channel)
 KEEPALIVE_SECONDS = 60
 RECONNECT_MIN_SECONDS, RECONNECT_MAX_SECONDS = 1, 120
+
+
+# (recommendation id, accept|ignore|reschedule, now, channel) -> (feedback, created, proposal)
+AnswerFn = Callable[[int, str, datetime, str], tuple[Any, bool, Any]]
 
 
 class MqttError(BridgeError):
@@ -118,12 +123,16 @@ class MqttLink:
         topics: Topics | None = None,
         clock: Any = None,
         announce: bool = True,
+        answer: AnswerFn | None = None,
     ) -> None:
         import paho.mqtt.client as paho
         from paho.mqtt.enums import CallbackAPIVersion
 
         self.settings, self.store, self.listen = settings, store, listen
         self.announce = announce  # False: only here to remove what was published
+        # The daemon passes the cycle's `answer` (a Reschedule also proposes the next free
+        # window, as on the page); without it the answer alone is recorded.
+        self._answer = answer
         self.broker = broker or Broker.from_settings(settings.mqtt)
         self.topics = topics or Topics(settings.mqtt.discovery_prefix, settings.mqtt.base_topic)
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -264,10 +273,12 @@ class MqttLink:
         from bridge.learning.feedback import UnknownRecommendation, record_feedback
         from bridge.out.snapshot import current_recommendation
 
+        now = self.clock()
+
         if payload.isdigit():
             rec_id = int(payload)
         elif payload in ("", "PRESS"):
-            rec = current_recommendation(self.store, self.settings, self.clock())
+            rec = current_recommendation(self.store, self.settings, now)
             if rec is None:
                 log.warning("mqtt: %s pressed, but there is no recommendation to answer", kind)
                 return None
@@ -276,7 +287,10 @@ class MqttLink:
             log.warning("mqtt: %s: payload %r is neither PRESS nor an id", kind, payload[:40])
             return None
         try:
-            fb, created = record_feedback(self.store, rec_id, kind, CHANNEL)
+            if self._answer is not None:
+                fb, created, _proposal = self._answer(rec_id, kind, now, CHANNEL)
+            else:
+                fb, created = record_feedback(self.store, rec_id, kind, CHANNEL)
         except UnknownRecommendation as err:
             log.warning("mqtt: %s: %s", kind, err)
             return None
