@@ -179,6 +179,15 @@ def test_a_slot_without_meters_or_recommendation_reads_unknown_not_zero(demo, br
 # ---- the buttons ----------------------------------------------------------------------
 
 
+def page_answer(settings, store):
+    """What the daemon gives the link: the same answer() as the page's buttons."""
+    from bridge.cycle.answer import answer
+
+    return lambda rec_id, response, now, channel: answer(
+        store, settings, rec_id, response, now, channel
+    )
+
+
 @pytest.fixture
 def cycled(settings, store):
     """A real cycle on the sample data in the test's database (SQLite or PostgreSQL)."""
@@ -199,7 +208,8 @@ def test_buttons_answer_the_current_recommendation_once(cycled, broker, watcher)
     # A retained "press" left on the broker is not a press: it would answer again on
     # every connect (the broker hands it to the link when it subscribes).
     watcher.press(f"{BASE}/answer/ignore", retain=True)
-    link = MqttLink(settings, store, clock=lambda: DEMO_NOW).start()
+    link = MqttLink(settings, store, clock=lambda: DEMO_NOW, answer=page_answer(settings, store))
+    link.start()
     try:
         watcher.wait_for(lambda latest: latest.get(f"{BASE}/answers/availability") == "online")
         watcher.wait_for(all_published(12))
@@ -232,6 +242,37 @@ def test_buttons_answer_the_current_recommendation_once(cycled, broker, watcher)
     # A clean stop: entities unavailable, buttons not pressable.
     watcher.wait_for(lambda latest: latest.get(f"{BASE}/availability") == "offline")
     assert watcher.latest[f"{BASE}/answers/availability"] == "offline"
+
+
+def test_reschedule_proposes_the_next_window_like_the_page(demo, broker, watcher):
+    settings, store = demo
+    settings = with_mqtt(settings, port=broker.port)
+    link = MqttLink(settings, store, clock=lambda: DEMO_NOW, answer=page_answer(settings, store))
+    link.start()
+    try:
+        watcher.wait_for(lambda latest: latest.get(f"{BASE}/answers/availability") == "online")
+        first = json.loads(watcher.latest[f"{BASE}/recommendation/attributes"])
+        action = watcher.latest[f"{BASE}/recommendation/state"]
+        assert "window" in first and "window_reason" in first
+        watcher.press(f"{BASE}/answer/reschedule")
+        # Published once the whole answer (and its proposal) is stored.
+        watcher.wait_for(
+            lambda latest: json.loads(latest[f"{BASE}/recommendation/attributes"])["response"]
+            == "rescheduled"
+        )
+        with store.session() as session:
+            recs = session.execute(select(Recommendation).order_by(Recommendation.id)).scalars()
+            proposals = [r for r in recs if r.rescheduled_from == first["id"]]
+        fb = feedback_rows(store)[0]
+        assert (fb.recommendation_id, fb.response, fb.channel) == (
+            first["id"],
+            "rescheduled",
+            "mqtt",
+        )
+        # The page proposes the next free window for the same action; so does the button.
+        assert [(p.action, p.window_start is not None) for p in proposals] == [(action, True)]
+    finally:
+        link.close()
 
 
 def test_a_press_can_name_the_recommendation_and_bad_payloads_answer_nothing(demo, broker):
