@@ -257,8 +257,9 @@ def test_reschedule_proposes_the_next_window_like_the_page(demo, broker, watcher
         watcher.press(f"{BASE}/answer/reschedule")
         # Published once the whole answer (and its proposal) is stored.
         watcher.wait_for(
-            lambda latest: json.loads(latest[f"{BASE}/recommendation/attributes"])["response"]
-            == "rescheduled"
+            lambda latest: (
+                json.loads(latest[f"{BASE}/recommendation/attributes"])["response"] == "rescheduled"
+            )
         )
         with store.session() as session:
             recs = session.execute(select(Recommendation).order_by(Recommendation.id)).scalars()
