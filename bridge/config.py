@@ -102,6 +102,12 @@ class GoogleCalendarSettings(SourceSettings):
     redirect_port: int = Field(8080, ge=1, le=65535)
 
 
+class GoogleTasksSettings(SourceSettings):
+    interval_minutes: int = Field(30, ge=1, le=10080)
+    lists: list[str] = []
+    api_base_url: str = "https://tasks.googleapis.com/"
+
+
 class WhoopSettings(SourceSettings):
     api_base_url: str = "https://api.prod.whoop.com/developer"
     auth_url: str = "https://api.prod.whoop.com/oauth/oauth2/auth"
@@ -129,6 +135,7 @@ class Sources(_Section):
     apple_health: AppleHealthSettings = AppleHealthSettings()
     ics: IcsSettings = IcsSettings()
     google_calendar: GoogleCalendarSettings = GoogleCalendarSettings()
+    google_tasks: GoogleTasksSettings = GoogleTasksSettings()
     whoop: WhoopSettings = WhoopSettings()
     garmin: GarminSettings = GarminSettings()
 
