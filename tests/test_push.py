@@ -324,6 +324,25 @@ def test_the_page_and_its_token_are_untouched_when_both_are_on(
         assert post(web.url, "/api/push/health-auto-export", body, token).status_code == 200
         assert httpx.get(web.url + "/").status_code == 200
         assert httpx.post(web.url + "/api/feedback", json={}).status_code == 403  # CSRF still
+        # A push is not held to the page's small body cap (web.max_body_kb): it has its own.
+        big = {
+            "data": {
+                "metrics": [
+                    {
+                        "name": "heart_rate",
+                        "units": "count/min",
+                        "data": [
+                            {"date": f"2026-11-18 {h:02d}:{m:02d}:00 +0100", "qty": 60}
+                            for h in range(24)
+                            for m in range(60)
+                        ],
+                    }
+                ]
+            }
+        }
+        raw = json.dumps(big).encode()
+        assert len(raw) > push_settings.web.max_body_kb * 1024
+        assert post(web.url, "/api/push/health-auto-export", raw, token).status_code == 200
     assert get_access_token(push_settings) is None  # no page token was made or changed
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import zlib
+from pathlib import Path
 from typing import IO, Any
 
 from starlette.concurrency import run_in_threadpool
@@ -48,7 +49,9 @@ def client_address(request: Request, trust_forwarded: bool) -> str:
     return request.client.host if request.client else "?"
 
 
-async def spooled_body(request: Request, max_body: int, max_inflated: int, where: Any) -> IO[bytes]:
+async def spooled_body(
+    request: Request, max_body: int, max_inflated: int, where: Path
+) -> IO[bytes]:
     """The request body (gunzipped when sent so), in a private spool file, within the caps."""
     encoding = request.headers.get("content-encoding", "").strip().lower()
     if encoding not in ("", "identity", "gzip", "x-gzip"):
@@ -57,6 +60,7 @@ async def spooled_body(request: Request, max_body: int, max_inflated: int, where
     if declared.isdigit() and int(declared) > max_body:
         raise Refused(413, f"body of {int(declared) // MB} MB is over [push] max_body_mb")
     inflater = zlib.decompressobj(wbits=31) if encoding in ("gzip", "x-gzip") else None
+    where.mkdir(mode=0o700, parents=True, exist_ok=True)  # a big body spills to disk here
     # mkstemp's files are 0600: the spool never exposes health data to other users.
     spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY, dir=where)  # noqa: SIM115
     received = written = 0
