@@ -105,6 +105,10 @@ def records_from_bytes(
             transparency="transparent"
             if str(comp.get("TRANSP", "")).upper() == "TRANSPARENT"
             else "opaque",
+            # Outlook and Exchange mark a day off this way; Google's own field is eventType.
+            event_type="outOfOffice"
+            if str(comp.get("X-MICROSOFT-CDO-BUSYSTATUS", "")).upper() == "OOF"
+            else "default",
             attendee_count=len(attendees),
         )
     yield ReplaceScope(calendar_id, window_start, window_end)
