@@ -33,6 +33,11 @@ def records(name: str, ctx: Any) -> list[Any]:
         return list(read_stream(body, ctx, stats=PushStats()))
 
 
+def payload(name: str, units: str, items: list[Any]) -> dict[str, Any]:
+    """A Health Auto Export body with one metric."""
+    return {"data": {"metrics": [{"name": name, "units": units, "data": items}]}}
+
+
 def by_metric(recs: list[Any], metric: str) -> list[Any]:
     return [r for r in recs if getattr(r, "metric", None) == metric]
 
@@ -102,38 +107,23 @@ def test_dates_as_the_app_writes_them(text, expected):
 def test_daily_buckets_are_inferred_and_a_bigger_day_replaces_the_smaller(
     settings, store, memory_keyring
 ):
-    day = {
-        "data": {
-            "metrics": [
-                {
-                    "name": "step_count",
-                    "units": "count",
-                    "data": [
-                        {"date": "2026-11-17 00:00:00 +0100", "qty": 9000},
-                        {"date": "2026-11-18 00:00:00 +0100", "qty": 1200},
-                    ],
-                }
-            ]
-        }
-    }
+    day = payload(
+        "step_count",
+        "count",
+        [
+            {"date": "2026-11-17 00:00:00 +0100", "qty": 9000},
+            {"date": "2026-11-18 00:00:00 +0100", "qty": 1200},
+        ],
+    )
     now = datetime(2026, 11, 18, 12, tzinfo=UTC)
-    receive(
-        store,
-        settings,
-        "phone",
-        "health-auto-export",
-        io.BytesIO(json.dumps(day).encode()),
-        now=now,
-    )
+
+    def push() -> Any:
+        body = io.BytesIO(json.dumps(day).encode())
+        return receive(store, settings, "phone", "health-auto-export", body, now=now)
+
+    push()
     day["data"]["metrics"][0]["data"][1]["qty"] = 4800  # later the same day: more steps
-    second = receive(
-        store,
-        settings,
-        "phone",
-        "health-auto-export",
-        io.BytesIO(json.dumps(day).encode()),
-        now=now,
-    )
+    second = push()
     assert (second.received, second.stored, second.known) == (2, 1, 1)
     with store.session() as s:
         rows = s.execute(
@@ -289,23 +279,17 @@ def test_bad_pushes_are_one_line_4xx_and_store_nothing(server, store, body, head
 
 def test_absurd_values_are_skipped_and_counted(server, store):
     url, token = server
-    body = {
-        "data": {
-            "metrics": [
-                {
-                    "name": "heart_rate",
-                    "units": "count/min",
-                    "data": [
-                        {"date": "2026-11-18 07:00:00 +0100", "qty": 61},
-                        {"date": "2026-11-18 07:01:00 +0100", "qty": 9000},
-                        {"date": "1900-01-01 07:01:00 +0100", "qty": 60},
-                        {"date": "yesterday", "qty": 60},
-                        "not an object",
-                    ],
-                }
-            ]
-        }
-    }
+    body = payload(
+        "heart_rate",
+        "count/min",
+        [
+            {"date": "2026-11-18 07:00:00 +0100", "qty": 61},
+            {"date": "2026-11-18 07:01:00 +0100", "qty": 9000},
+            {"date": "1900-01-01 07:01:00 +0100", "qty": 60},
+            {"date": "yesterday", "qty": 60},
+            "not an object",
+        ],
+    )
     doc = post(url, "/api/push/health-auto-export", json.dumps(body).encode(), token).json()
     assert (doc["received"], doc["stored"]) == (5, 1)
     assert sum(doc["skipped"].values()) == 4
@@ -325,21 +309,15 @@ def test_the_page_and_its_token_are_untouched_when_both_are_on(
         assert httpx.get(web.url + "/").status_code == 200
         assert httpx.post(web.url + "/api/feedback", json={}).status_code == 403  # CSRF still
         # A push is not held to the page's small body cap (web.max_body_kb): it has its own.
-        big = {
-            "data": {
-                "metrics": [
-                    {
-                        "name": "heart_rate",
-                        "units": "count/min",
-                        "data": [
-                            {"date": f"2026-11-18 {h:02d}:{m:02d}:00 +0100", "qty": 60}
-                            for h in range(24)
-                            for m in range(60)
-                        ],
-                    }
-                ]
-            }
-        }
+        big = payload(
+            "heart_rate",
+            "count/min",
+            [
+                {"date": f"2026-11-18 {h:02d}:{m:02d}:00 +0100", "qty": 60}
+                for h in range(24)
+                for m in range(60)
+            ],
+        )
         raw = json.dumps(big).encode()
         assert len(raw) > push_settings.web.max_body_kb * 1024
         assert post(web.url, "/api/push/health-auto-export", raw, token).status_code == 200
@@ -372,24 +350,18 @@ def test_pushed_and_imported_days_count_once(settings, store, memory_keyring, ct
     from bridge.intake.ingest import import_file
 
     import_file(store, "apple-health", export, ctx)
-    push = {
-        "data": {
-            "metrics": [
-                {
-                    "name": "step_count",
-                    "units": "count",
-                    "data": [
-                        {
-                            "date": f"2026-11-{d} 00:00:00 +0100",
-                            "qty": q,
-                            "source": "Jane’s Apple Watch",
-                        }
-                        for d, q in ((16, 3000), (17, 3000), (18, 7000), (19, 500))
-                    ],
-                }
-            ]
-        }
-    }
+    push = payload(
+        "step_count",
+        "count",
+        [
+            {
+                "date": f"2026-11-{d} 00:00:00 +0100",
+                "qty": q,
+                "source": "Jane’s Apple Watch",
+            }
+            for d, q in ((16, 3000), (17, 3000), (18, 7000), (19, 500))
+        ],
+    )
     receive(store, settings, "phone", "health-auto-export", io.BytesIO(json.dumps(push).encode()))
     lo = datetime(2026, 11, 15, tzinfo=UTC)
     frame, _ = _frames(store, lo, lo + timedelta(days=6))
@@ -433,8 +405,6 @@ def test_the_push_token_commands(tmp_path, memory_keyring):
 
 
 def first_slot_of(store: Store, now: datetime) -> Any:
-    from bridge.store.models import MeterSnapshot
-
     with store.session() as s:
         return (
             s.execute(
@@ -462,17 +432,26 @@ def test_a_push_becomes_meters_in_the_next_cycle(push_settings, store, memory_ke
             answer = post(web.url, "/api/push/health-auto-export", body, token)
         assert answer.status_code == 200
     run_cycle(push_settings, store, now, only=[])
-    with store.session() as s:
-        snap = (
-            s.execute(
-                select(MeterSnapshot)
-                .where(MeterSnapshot.local_date == now.date())
-                .order_by(MeterSnapshot.slot)
-            )
-            .scalars()
-            .first()
-        )
+    snap = first_slot_of(store, now)
     provenance = json.loads(snap.provenance)
     used = json.dumps(provenance["vitality"])
     assert snap.vitality is not None
     assert "sleep" in used and "steps" in used
+
+
+def test_a_recorded_payload_becomes_meters_in_the_next_cycle(push_settings, store, memory_keyring):
+    """The app's own recorded night (HAE 6.6.2 summary), pushed over HTTP, read by the cycle."""
+    from bridge.cycle.run import run_cycle
+
+    token = create_token(push_settings, "irvin-iphone")
+    # The morning after the recorded night (2023-01-31, 00:23-08:39 at +08:00).
+    now = datetime(2023, 1, 31, 9, 30, tzinfo=BERLIN)
+    with BackgroundServer(push_settings, store, host="127.0.0.1", port=0, page=False) as web:
+        body = (HAE / "v6_sleep_summary_phases.json").read_bytes()
+        assert post(web.url, "/api/push/health-auto-export", body, token).status_code == 200
+    run_cycle(push_settings, store, now, only=[])
+    snap = first_slot_of(store, now)
+    cognition = json.loads(snap.provenance)["cognition"]
+    assert snap.cognition is not None
+    share = next(i for i in cognition["inputs"] if i["name"] == "deep_sleep_share")
+    assert share["value"] == pytest.approx(51.5 / (51.5 + 198 + 75.5), abs=1e-3)  # the stages

@@ -105,14 +105,16 @@ def _endpoint(kind: str) -> Any:
         device = None
         if scheme.lower() == "bearer":
             device = await run_in_threadpool(device_for, settings, token.strip())
+        client = client_address(request, cfg.trust_forwarded)
         if device is None:
+            log.warning("push from %s refused: unknown or missing device token", client)
             return _refusal(401, "unknown or missing device token (Authorization: Bearer ...)")
         try:
             body = await spooled_body(
                 request, cfg.max_body_mb * MB, cfg.max_inflated_mb * MB, settings.data_path
             )
         except Refused as err:
-            log.warning("push from %s refused: %s", device, err)
+            log.warning("push from %s (%s) refused: %s", device, client, err)
             return _refusal(err.status, str(err))
         try:
             summary = await run_in_threadpool(
@@ -125,15 +127,13 @@ def _endpoint(kind: str) -> Any:
                 aggregation=request.headers.get("automation-aggregation"),
             )
         except InputError as err:
-            log.warning("push from %s refused: %s", device, err)
+            log.warning("push from %s (%s) refused: %s", device, client, err)
             return _refusal(400, str(err))
         except BridgeError as err:
             return _refusal(503, str(err))
         finally:
             body.close()
-        doc = summary.document()
-        doc["client"] = client_address(request, cfg.trust_forwarded)
-        return JSONResponse(doc)
+        return JSONResponse(summary.document())
 
     return push
 
