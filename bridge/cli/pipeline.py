@@ -107,6 +107,12 @@ def run(
             f"{report.slots} slots computed, recommendation {rec.get('action')}; "
             f"snapshot {report.snapshot}"
         )
+        from bridge.out.mqtt.link import publish_once
+
+        # The cycle is stored either way; an unreachable broker still fails the command.
+        message = publish_once(current_settings(), current_store())
+        if message:
+            typer.echo(message)
         return
     from bridge.daemon.scheduler import run_daemon
     from bridge.logs import setup_logging
