@@ -59,3 +59,24 @@ def test_next_cycle_only_while_a_daemon_holds_the_lock(doc, settings):
             pass
     assert not daemon_running(settings.data_path)
     assert doc()["next_cycle"] is None
+
+
+def test_push_devices_get_their_own_aligned_rows(doc):
+    status = doc()
+    status["push_devices"] = [
+        {
+            "device": "iphone",
+            "status": "ok",
+            "last_push": (NOW - timedelta(hours=3)).isoformat(),
+            "last_records": 1200,
+            "records_total": 56000,
+            "last_error": "HTTP 413",
+            "last_error_at": (NOW - timedelta(days=2)).isoformat(),
+        }
+    ]
+    lines = status_lines(status, NOW, BERLIN)
+    at = lines.index("push devices:")
+    assert lines[at + 1].split() == ["device", "state", "last", "push", "records"]
+    assert lines[at + 2].split()[:4] == ["iphone", "ok", "2026-11-24", "10:00"]
+    assert "(3 h ago)" in lines[at + 2] and "1,200 (56,000 in all)" in lines[at + 2]
+    assert lines[at + 3].strip() == "last error (2026-11-22 13:00 (2 days ago)): HTTP 413"

@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 
 from bridge.config import Settings
 from bridge.errors import BridgeError, auth_command
+from bridge.intake.push import devices
 from bridge.intake.sources import SCHEDULED, get_state, next_due
 from bridge.out.snapshot import iso
 from bridge.store import Store
@@ -127,6 +128,20 @@ def silence_warnings(settings: Settings, store: Store, now: datetime) -> list[st
     return warnings
 
 
+def push_devices(settings: Settings, store: Store) -> list[dict[str, Any]]:
+    """Each phone that pushes Apple data: its last push, records, last error."""
+    if not settings.push.enabled:
+        return []
+    return [
+        {
+            **d,
+            "last_push": iso(d["last_push"]),
+            "last_error_at": iso(d["last_error_at"]),
+        }
+        for d in devices(store)
+    ]
+
+
 def collect_status(settings: Settings, store: Store, now: datetime | None = None) -> dict[str, Any]:
     now = now or datetime.now(UTC)
     with store.session() as session:
@@ -175,6 +190,7 @@ def collect_status(settings: Settings, store: Store, now: datetime | None = None
         "next_cycle": next_cycle,
         "daemon_running": running,
         "sources": sources,
+        "push_devices": push_devices(settings, store),
         "freshness": freshness(store, now),
         "warnings": silence_warnings(settings, store, now),
     }
@@ -244,6 +260,25 @@ def status_lines(doc: dict[str, Any], now: datetime, tz: tzinfo) -> list[str]:
     for i, line in enumerate(table(rows)):
         lines.append(line)
         lines.extend(f"      {note}" for note in notes.get(i, []))
+    if doc.get("push_devices"):
+        lines.append("push devices:")
+        rows = [["device", "state", "last push", "records"]]
+        notes = {}
+        for i, d in enumerate(doc["push_devices"], start=1):
+            rows.append(
+                [
+                    d["device"],
+                    d["status"],
+                    when(d["last_push"], now, tz),
+                    f"{d['last_records']:,} ({d['records_total']:,} in all)",
+                ]
+            )
+            if d["last_error"]:
+                at = when(d["last_error_at"], now, tz)
+                notes[i] = [f"last error ({at}): {d['last_error']}"]
+        for i, line in enumerate(table(rows)):
+            lines.append(line)
+            lines.extend(f"      {note}" for note in notes.get(i, []))
     lines.append("data freshness:")
     rows = [["input", "newest", "feeds"]]
     for f in doc["freshness"]:
