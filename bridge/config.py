@@ -185,6 +185,13 @@ class WebSettings(_Section):
     max_body_kb: int = Field(64, ge=1, le=1 << 20)
 
 
+class PushSettings(_Section):
+    enabled: bool = False
+    max_body_mb: int = Field(128, ge=1, le=4096)
+    max_inflated_mb: int = Field(512, ge=1, le=16384)
+    trust_forwarded: bool = False
+
+
 class NotifySettings(_Section):
     ntfy_server: str = ""
     ntfy_topic: str = ""
@@ -238,6 +245,7 @@ class Settings(_Section):
     classifier: ClassifierSettings = ClassifierSettings()
     meters: MeterSettings = MeterSettings()
     web: WebSettings = WebSettings()
+    push: PushSettings = PushSettings()
     notify: NotifySettings = NotifySettings()
     mqtt: MqttSettings = MqttSettings()
 

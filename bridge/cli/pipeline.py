@@ -445,6 +445,14 @@ def status(as_json: JsonOpt = False) -> None:
         if s["action_needed"]:
             line += f"\n{'':18}action needed: run `{s['action_needed']}`"
         typer.echo(line)
+    for d in doc["push_devices"]:
+        line = (
+            f"  push {d['device']:<11}{d['status']:<17}last push {d['last_push'] or 'never'}; "
+            f"{d['last_records']} records ({d['records_total']} in all)"
+        )
+        if d["last_error"]:
+            line += f"\n{'':18}last error ({d['last_error_at']}): {d['last_error']}"
+        typer.echo(line)
     typer.echo("data freshness:")
     for f in doc["freshness"]:
         age = "never" if f["age_hours"] is None else f"{f['age_hours']} h ago"
