@@ -176,6 +176,9 @@ class ClassifierSettings(_Section):
 
 class MeterSettings(_Section):
     weights_file: str = ""
+    history_days: int = Field(0, ge=0, le=36600)
+    stale_after_hours: float = Field(48.0, gt=0, le=24 * 366)
+    min_confidence: float = Field(0.15, ge=0, le=1)
 
 
 class WebSettings(_Section):
@@ -183,6 +186,13 @@ class WebSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=1, le=65535)
     max_body_kb: int = Field(64, ge=1, le=1 << 20)
+
+
+class PushSettings(_Section):
+    enabled: bool = False
+    max_body_mb: int = Field(128, ge=1, le=4096)
+    max_inflated_mb: int = Field(512, ge=1, le=16384)
+    trust_forwarded: bool = False
 
 
 class NotifySettings(_Section):
@@ -238,6 +248,7 @@ class Settings(_Section):
     classifier: ClassifierSettings = ClassifierSettings()
     meters: MeterSettings = MeterSettings()
     web: WebSettings = WebSettings()
+    push: PushSettings = PushSettings()
     notify: NotifySettings = NotifySettings()
     mqtt: MqttSettings = MqttSettings()
 

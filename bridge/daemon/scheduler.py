@@ -179,14 +179,22 @@ def run_daemon(settings: Settings, store: Store) -> None:
 
     With [web] enabled the page is served from a thread and stopped after the scheduler.
     """
+    from bridge.out.status import daemon_lock
+
+    with daemon_lock(settings.data_path):
+        _run_daemon(settings, store)
+
+
+def _run_daemon(settings: Settings, store: Store) -> None:
     tune_heap()
     mqtt = _mqtt_link(settings, store)
     scheduler = build_scheduler(settings, store, CycleTracker(mqtt.publish if mqtt else None))
     web = None
-    if settings.web.enabled:
+    if settings.web.enabled or settings.push.enabled:
         from bridge.web.server import BackgroundServer
 
-        web = BackgroundServer(settings, store).start()
+        # [push] alone serves only the push endpoints: the page stays off.
+        web = BackgroundServer(settings, store, page=settings.web.enabled).start()
 
     def stop(signum: int, _frame: Any) -> None:
         log.info("received %s, stopping after the current cycle", signal.Signals(signum).name)
