@@ -21,14 +21,15 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from bridge.errors import InputError, RateLimited, SourceError, Transient
-from connectors.base import EventRecord, ReadContext, ReplaceScope
+from connectors import ics_todos
+from connectors.base import EventRecord, ReadContext, Record, ReplaceScope
 
 if TYPE_CHECKING:
     import httpx
 
 KIND = "ics"
 SOURCE = "ics"
-PROVIDES = frozenset({"calendar"})
+PROVIDES = frozenset({"calendar", "tasks"})
 
 
 def _load(data: bytes, name: str) -> Any:
@@ -65,7 +66,7 @@ def _stamp(value: date | datetime, ctx: ReadContext) -> str:
 
 def records_from_bytes(
     data: bytes, calendar_id: str, ctx: ReadContext, name: str
-) -> Iterator[EventRecord | ReplaceScope]:
+) -> Iterator[Record]:
     """The instances of a calendar in ctx's window, then the scope they replace."""
     import recurring_ical_events
 
@@ -111,10 +112,12 @@ def records_from_bytes(
             else "default",
             attendee_count=len(attendees),
         )
+    # To-dos live beside the events (same file, same id as their list); see ics_todos.
+    yield from ics_todos.records(cal, calendar_id, ctx)
     yield ReplaceScope(calendar_id, window_start, window_end)
 
 
-def read(path: Path, ctx: ReadContext) -> Iterator[EventRecord | ReplaceScope]:
+def read(path: Path, ctx: ReadContext) -> Iterator[Record]:
     """Events of one .ics file; the file's absolute path is its calendar id."""
     path = Path(path)
     try:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from datetime import datetime, time, tzinfo
+from datetime import UTC, datetime, time, tzinfo
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
@@ -41,8 +41,17 @@ from mappings.frames import (
     empty_events,
     empty_readings,
 )
+from mappings.freshness import (
+    FreshnessRules,
+    age_hours,
+    human_age,
+    meter_newest,
+    metrics_of,
+    newest_by_metric,
+)
 from mappings.inputs import InputArray, all_inputs, slot_arrays
 from mappings.slots import DEFAULT_BOUNDARIES, SlotKey
+from mappings.tasks import TASK_INPUTS, Tasks
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -62,7 +71,7 @@ REASONS = {
     "vitality": "no sleep, HRV, resting heart rate, recovery, body battery, steps or workout "
     "data for this slot yet",
     "cognition": "no sleep data and no calendar for this day",
-    "progress": "no calendar events in the past 7 days to measure work done",
+    "progress": "no calendar events in the past 7 days and no tasks to measure work done",
     "serenity": "no HRV, stress, recovery or mindfulness data and no calendar for this day",
     "connection": "no calendar events in the past 7 days",
 }
@@ -174,7 +183,9 @@ def _combine_all(inputs: dict[str, InputArray], weights: Weights, n: int) -> dic
     for meter in METERS:
         table = {k: w for k, w in weights.meters[meter].items() if w > 0}
         names = sorted(k for k in table if k in inputs)
-        total_w = sum(table.values()) or 1.0
+        # Task inputs exist only for people with a task source; for everyone else they
+        # must not lower the confidence (their meters stay exactly what they were).
+        total_w = sum(w for k, w in table.items() if k in inputs or k not in TASK_INPUTS) or 1.0
         num, wsum, csum, k = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
         pulls = {}
         for name in names:
@@ -205,31 +216,50 @@ def compute_slots(
     boundaries: tuple[time, ...] = DEFAULT_BOUNDARIES,
     weights: Weights | None = None,
     previous: SlotMeters | None = None,
+    tasks: pd.DataFrame | None = None,
+    stale_after_hours: float = FreshnessRules.stale_after_hours,
+    min_confidence: float = FreshnessRules.min_confidence,
 ) -> list[SlotMeters]:
     """The meters of each slot, using only evidence available by the slot's end (or now).
 
     `previous` is the stored result of the slot before the first one, for its deltas.
+    `tasks`: the person's task changes (`mappings.tasks.TASK_COLUMNS`), None without a
+    task source. Each meter says how old its freshest input is (`mappings.freshness`);
+    one older than `stale_after_hours` is marked stale, one below `min_confidence` is
+    withheld (null).
     """
     weights = weights or load_weights()
     keys = sorted(set(slots), key=lambda k: (k.local_date, k.slot))
     if not keys:
         return []
     sl = slot_arrays(keys, tz, boundaries, now)
+    r, e = Readings(readings, tz), Events(events)
     inputs = all_inputs(
-        Readings(readings, tz),
-        Events(events),
+        r,
+        e,
         sl,
         weights.targets,
         weights.step_priority,
         weights.calendar_rules(),
         boundaries[0],
+        Tasks(tasks) if tasks is not None and len(tasks) else None,
     )
     combined = _combine_all(inputs, weights, len(keys))
     lists = {name: _Lists.of(inp) for name, inp in inputs.items()}
+    by_metric = newest_by_metric(r, e, sl.as_of)
+    newest = {
+        m: meter_newest(by_metric, metrics_of(combined[m].order), len(keys)).tolist()
+        for m in METERS
+    }
+    as_of = sl.as_of.tolist()
+    rules = FreshnessRules(stale_after_hours, min_confidence)
     out: list[SlotMeters] = []
     prev = previous
     for i, key in enumerate(keys):
-        meters = {m: _meter(i, m, combined[m], lists, weights) for m in METERS}
+        meters = {
+            m: _fresh(_meter(i, m, combined[m], lists, weights), newest[m][i], as_of[i], rules)
+            for m in METERS
+        }
         deltas: dict[str, float | None] = {}
         linked = prev is not None and prev.key == key.prev()
         for m in METERS:
@@ -253,6 +283,7 @@ class _Lists:
     raw: list[float]
     unit: str
     baseline: Any
+    tasks: Any = None
 
     @classmethod
     def of(cls, inp: InputArray) -> _Lists:
@@ -262,6 +293,7 @@ class _Lists:
             np.round(inp.raw, 3).tolist(),
             inp.unit,
             inp.baseline,
+            inp.tasks,
         )
 
 
@@ -297,9 +329,36 @@ def _meter(
             base = inp.baseline(i)
             if base:
                 item["baseline"] = base
+        if inp.tasks is not None:
+            named = inp.tasks(i)
+            if named:
+                item["tasks"] = named
         detail.append(item)
     return MeterValue(
         value,
         c.confidence[i],
         {"inputs": detail, "missing": missing, "mapping_version": weights.version},
     )
+
+
+def _fresh(mv: MeterValue, newest_ns: int, as_of_ns: int, rules: FreshnessRules) -> MeterValue:
+    """Add the meter's freshness to its provenance; withhold a value with too little evidence."""
+    age = age_hours(newest_ns, as_of_ns)
+    stale = age is None or age > rules.stale_after_hours
+    mv.provenance["freshness"] = {
+        "newest": None
+        if newest_ns < 0
+        else datetime.fromtimestamp(newest_ns // 10**9, UTC).isoformat().replace("+00:00", "Z"),
+        "age_hours": age,
+        "stale": stale,
+    }
+    if mv.value is None or mv.confidence is None or mv.confidence >= rules.min_confidence:
+        return mv
+    names = [item["name"] for item in mv.provenance.get("inputs", [])]
+    old = f"; the newest input is {human_age(age)} old" if age is not None else ""
+    mv.provenance["reason"] = (
+        f"too little fresh evidence: confidence {mv.confidence:.2f} "
+        f"from {', '.join(names) or 'nothing'}{old}"
+    )
+    mv.provenance["withheld"] = mv.value
+    return MeterValue(None, None, mv.provenance)
