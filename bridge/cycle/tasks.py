@@ -21,7 +21,7 @@ TASKS_VERSION_KEY = "classifier.tasks_version"
 
 def classify_tasks(store: Store, settings: Settings) -> int:
     """Label every task that is new or changed since it was last labelled."""
-    from bridge.cycle.classify import build_classifier
+    from bridge.cycle.classify import build_classifier, save_llm_state
     from mappings.classifier import EventInfo, calendar_kind
 
     with store.session() as session:
@@ -65,6 +65,7 @@ def classify_tasks(store: Store, settings: Settings) -> int:
                 )
             ).rowcount
         store.set_meta(session, TASKS_VERSION_KEY, version)
+    save_llm_state(store, settings, classifier.llm)  # type: ignore[arg-type]  # its budget
     return relabelled
 
 
