@@ -37,11 +37,13 @@ def _frames(
     from mappings.frames import (
         EVENT_COLUMNS,
         READING_COLUMNS,
+        SOURCE_COLUMN,
         USED_METRICS,
         empty_events,
         empty_readings,
     )
 
+    columns = [*READING_COLUMNS, SOURCE_COLUMN]
     r, e = Reading.__table__, CalendarEvent.__table__  # type: ignore[attr-defined]
 
     def raw(table: Any, column: str) -> Any:
@@ -52,7 +54,7 @@ def _frames(
 
     with store.session() as session:
         readings = session.execute(
-            select(*(raw(r, c) for c in READING_COLUMNS)).where(
+            select(*(raw(r, c) for c in columns)).where(
                 r.c.metric.in_(sorted(USED_METRICS)),
                 r.c.start_utc >= lo - LONGEST_RECORD,
                 r.c.start_utc < hi,
@@ -67,11 +69,7 @@ def _frames(
             )
         ).all()
     # Plain tuples: pandas probes each SQLAlchemy Row for attributes, which is slow.
-    rf = (
-        pd.DataFrame(list(map(tuple, readings)), columns=READING_COLUMNS)
-        if readings
-        else empty_readings()
-    )
+    rf = pd.DataFrame(list(map(tuple, readings)), columns=columns) if readings else empty_readings()
     ef = pd.DataFrame(list(map(tuple, events)), columns=EVENT_COLUMNS) if events else empty_events()
     return rf, ef
 

@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 
 from bridge.config import Settings
 from bridge.errors import auth_command
+from bridge.intake.push import devices
 from bridge.intake.sources import SCHEDULED, get_state, next_due
 from bridge.out.snapshot import iso
 from bridge.store import Store
@@ -86,6 +87,20 @@ def silence_warnings(settings: Settings, store: Store, now: datetime) -> list[st
     return warnings
 
 
+def push_devices(settings: Settings, store: Store) -> list[dict[str, Any]]:
+    """Each phone that pushes Apple data: its last push, records, last error."""
+    if not settings.push.enabled:
+        return []
+    return [
+        {
+            **d,
+            "last_push": iso(d["last_push"]),
+            "last_error_at": iso(d["last_error_at"]),
+        }
+        for d in devices(store)
+    ]
+
+
 def collect_status(settings: Settings, store: Store, now: datetime | None = None) -> dict[str, Any]:
     now = now or datetime.now(UTC)
     with store.session() as session:
@@ -132,6 +147,7 @@ def collect_status(settings: Settings, store: Store, now: datetime | None = None
         "last_cycle": last_cycle,
         "next_cycle": next_cycle,
         "sources": sources,
+        "push_devices": push_devices(settings, store),
         "freshness": freshness(store, now),
         "warnings": silence_warnings(settings, store, now),
     }
