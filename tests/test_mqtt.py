@@ -549,3 +549,39 @@ def test_a_bad_topic_in_the_config_is_one_line_naming_the_key(tmp_path, key, val
     cfg.write_text(f'[mqtt]\n{key} = "{value}"\n')
     with pytest.raises(ConfigError, match=rf"c.toml: key 'mqtt.{key}': .* is not a topic prefix"):
         load_settings(cfg)
+
+
+def test_the_daemon_starts_without_its_broker_and_publishes_once_it_is_up(tmp_path):
+    port = free_port()
+    cfg = write_config(
+        tmp_path / "c.toml",
+        tmp_path / "data",
+        ics=f'[sources.ics]\nenabled = true\npaths = ["{SAMPLE / "calendar.ics"}"]',
+        mqtt=f'[mqtt]\nenabled = true\nhost = "127.0.0.1"\nport = {port}',
+    )
+    snapshot = tmp_path / "data" / "latest.json"
+    broker = Mosquitto(tmp_path / "late-broker", port)
+    watcher = None
+    try:
+        with cli_process(cfg, "run") as proc:
+            wait_until(snapshot.exists, proc, timeout=90)  # cycles go on without a broker
+            broker.start()
+            watcher = Watcher(port)
+            wait_until(
+                lambda: (
+                    len(watcher.configs(PREFIX)) == 13
+                    and watcher.latest.get(f"{BASE}/answers/availability") == "online"
+                ),
+                proc,
+                timeout=60,
+            )
+            proc.send_signal(signal.SIGTERM)
+            output, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0, output
+        assert f"cannot reach mqtt://127.0.0.1:{port}; retrying with backoff" in output
+        assert output.count("retrying with backoff") == 1  # later retries stay quiet
+        assert f"connected to mqtt://127.0.0.1:{port}" in output
+    finally:
+        if watcher:
+            watcher.close()
+        broker.stop()

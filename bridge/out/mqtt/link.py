@@ -69,11 +69,7 @@ def set_password(settings: Settings, password: str | None) -> None:
     """Keep (or with None, forget) the broker password in the keyring."""
     from bridge.auth.secrets import Secrets
 
-    secrets = Secrets.from_settings(settings)
-    if password:
-        secrets.set(PASSWORD_KEYRING_USER, password)
-    else:
-        secrets.delete(PASSWORD_KEYRING_USER)
+    Secrets.from_settings(settings).put(PASSWORD_KEYRING_USER, password)
 
 
 def _password(settings: Settings, broker: Broker) -> str | None:
