@@ -452,7 +452,7 @@ def test_tls_with_a_custom_ca_and_the_password_from_the_keyring(demo, tmp_path, 
         ):
             publish_once(wrong, store, timeout=10)
         plain = secure.model_copy(update={"mqtt": secure.mqtt.model_copy(update={"tls": False})})
-        with pytest.raises(MqttError):
+        with pytest.raises(MqttError, match=r"did not answer within 5 s; .*mqtt.tls"):
             publish_once(plain, store, timeout=5)  # plain MQTT to a TLS port: no answer
         missing = secure.model_copy(
             update={"mqtt": secure.mqtt.model_copy(update={"ca_file": str(tmp_path / "no.pem")})}
