@@ -27,6 +27,9 @@ class ReadContext:
     now: datetime
     past_days: int = 35
     future_days: int = 14
+    # Recurrence caps of calendar files and feeds (sources.ics in the config).
+    max_instances_per_event: int = 10_000
+    max_instances_per_file: int = 20_000
 
 
 @dataclass(slots=True)

@@ -120,10 +120,10 @@ def import_(
     """Import Apple Health export.zip/.xml, a Garmin export ZIP, a FIT file, or .ics (file/URL)."""
     from bridge.cli.progress import records_progress
     from bridge.intake.ingest import import_feed, import_file
-    from connectors.base import ReadContext
+    from bridge.intake.sources import read_context
 
     # Not bridge.cycle: it pulls in pandas, which would double the import's memory.
-    ctx = ReadContext(tz=current_settings().tz, now=datetime.now(UTC))
+    ctx = read_context(current_settings(), datetime.now(UTC))
     if kind == "ics" and path.lower().startswith(("http://", "https://", "webcal://")):
         summary = import_feed(current_store(), path, ctx, force=force)
     else:

@@ -268,4 +268,10 @@ def mark_revoked(store: Store, source: str, now: datetime) -> None:
 
 
 def read_context(settings: Settings, now: datetime) -> ReadContext:
-    return ReadContext(tz=settings.tz, now=now)
+    ics = settings.sources.ics
+    return ReadContext(
+        tz=settings.tz,
+        now=now,
+        max_instances_per_event=ics.max_instances_per_event,
+        max_instances_per_file=ics.max_instances_per_file,
+    )
