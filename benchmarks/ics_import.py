@@ -3,8 +3,8 @@
     python benchmarks/ics_import.py [--events 100000] [--workdir DIR]
 
 Writes a calendar like the one of a person with a meeting-heavy job (100 k single events
-over 2.7 years, about 14 MB, about 5 k of them inside the import window, plus weekly and daily series with moved
-instances), then measures in separate processes (wall time, peak RSS from wait4):
+over 2.7 years, about 14 MB, about 5 k of them inside the import window, plus 50 weekly
+and daily series), then measures in separate processes (wall time, peak RSS from wait4):
 
   naive     the whole file parsed by icalendar and expanded by recurring-ical-events'
             `between` over the window (what connectors/ics.py did before the streaming

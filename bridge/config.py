@@ -104,6 +104,12 @@ class GoogleCalendarSettings(SourceSettings):
     redirect_port: int = Field(8080, ge=1, le=65535)
 
 
+class GoogleTasksSettings(SourceSettings):
+    interval_minutes: int = Field(30, ge=1, le=10080)
+    lists: list[str] = []
+    api_base_url: str = "https://tasks.googleapis.com/"
+
+
 class WhoopSettings(SourceSettings):
     api_base_url: str = "https://api.prod.whoop.com/developer"
     auth_url: str = "https://api.prod.whoop.com/oauth/oauth2/auth"
@@ -131,6 +137,7 @@ class Sources(_Section):
     apple_health: AppleHealthSettings = AppleHealthSettings()
     ics: IcsSettings = IcsSettings()
     google_calendar: GoogleCalendarSettings = GoogleCalendarSettings()
+    google_tasks: GoogleTasksSettings = GoogleTasksSettings()
     whoop: WhoopSettings = WhoopSettings()
     garmin: GarminSettings = GarminSettings()
 
@@ -151,6 +158,12 @@ class RunnerSettings(_Section):
     name: str = "bundled"
     options: dict[str, Any] = {}
     adapter_refit_days: int = Field(7, ge=0, le=365)
+
+
+class WindowSettings(_Section):
+    min_minutes: dict[str, int] = {}
+    max_minutes: int = Field(90, ge=10, le=720)
+    look_ahead_slots: int = Field(8, ge=1, le=28)
 
 
 class ClassifierSettings(_Section):
@@ -197,6 +210,7 @@ class Settings(_Section):
     secrets: SecretsSettings = SecretsSettings()
     http: HttpSettings = HttpSettings()
     runner: RunnerSettings = RunnerSettings()
+    windows: WindowSettings = WindowSettings()
     classifier: ClassifierSettings = ClassifierSettings()
     meters: MeterSettings = MeterSettings()
     web: WebSettings = WebSettings()

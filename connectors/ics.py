@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -22,14 +22,15 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from bridge.errors import InputError, RateLimited, SourceError, Transient
-from connectors.base import EventRecord, ReadContext, ReplaceScope, Skipped
+from connectors import ics_todos
+from connectors.base import EventRecord, ReadContext, Record, ReplaceScope, Skipped, TaskScope
 
 if TYPE_CHECKING:
     import httpx
 
 KIND = "ics"
 SOURCE = "ics"
-PROVIDES = frozenset({"calendar"})
+PROVIDES = frozenset({"calendar", "tasks"})
 
 
 # ---- bounded, streaming expansion --------------------------------------------------------
@@ -43,10 +44,7 @@ PROVIDES = frozenset({"calendar"})
 
 # Content lines continue on the next line after a CRLF (or a bare LF) and one space/tab.
 _FOLD = re.compile(rb"\r?\n[ \t]")
-_COMPONENT = re.compile(
-    rb"^BEGIN:(VEVENT|VTIMEZONE|VTODO|VJOURNAL|VFREEBUSY)\r?$.*?^END:\1\r?$\n?",
-    re.S | re.M | re.I,
-)
+_MARK = re.compile(rb"^(BEGIN|END):([^\r\n]*)", re.M | re.I)
 _KEYS = re.compile(
     rb"^(UID|DTSTART|DTEND|DURATION|RRULE|RDATE|RECURRENCE-ID)[;:]([^\r\n]*)", re.M | re.I
 )
@@ -70,6 +68,7 @@ class _Scan:
     props: bytes
     zones: list[bytes]
     groups: dict[bytes, list[bytes]]
+    todos: list[bytes]
 
 
 def _check_calendar(data: bytes, name: str) -> None:
@@ -108,35 +107,63 @@ def _scan(data: bytes, name: str, first: date, last: date) -> _Scan:
         raise InputError(f"{name}: malformed iCalendar: it ends early (no END:VCALENDAR)")
     zones: list[bytes] = []
     groups: dict[bytes, list[bytes]] = {}
-    for match in _COMPONENT.finditer(text):
-        kind = match.group(1).upper()
-        block = match.group(0)
+    todos: list[bytes] = []
+    props: list[bytes] = []
+    # Like icalendar's parser, any END closes the innermost component (real files have
+    # "END:VTOOD"): only BEGIN/END lines are looked at, with a depth count.
+    depth, begun, kind, outside = 0, 0, b"", 0
+    for mark in _MARK.finditer(text):
+        begin = mark.group(1).upper() == b"BEGIN"
+        what = mark.group(2).strip().upper()
+        if what == b"VCALENDAR" and depth == 0:
+            props.append(text[outside : mark.start()])
+            outside = mark.end()
+            continue
+        if what == b"VCALENDAR":  # inside a component: that component never ended
+            raise InputError(
+                f"{name}: malformed iCalendar: a {kind.decode(errors='replace')} has no END line"
+            )
+        if begin:
+            if depth == 0:
+                props.append(text[outside : mark.start()])
+                begun, kind = mark.start(), what
+            depth += 1
+            continue
+        if depth == 0:
+            raise InputError(
+                f"{name}: malformed iCalendar: END:{what.decode(errors='replace')} without BEGIN"
+            )
+        depth -= 1
+        if depth:
+            continue
+        outside = mark.end()
+        block = text[begun:outside] + b"\r\n"
         if kind == b"VTIMEZONE":
             zones.append(block)
-            continue
-        if kind != b"VEVENT":
-            continue
-        body = block.split(b"BEGIN:VALARM", 1)[0]
-        keys = {k.upper(): v for k, v in _KEYS.findall(body)}
-        recurring = b"RRULE" in keys or b"RDATE" in keys or b"RECURRENCE-ID" in keys
-        if not recurring and not _in_window(keys, first, last):
-            continue
-        uid = keys.get(b"UID") or b"\x00%d" % match.start()  # no UID: a group of its own
-        groups.setdefault(uid, []).append(block)
-    begins = len(re.findall(rb"^BEGIN:VEVENT", text, re.M | re.I))
-    if begins != len(re.findall(rb"^END:VEVENT", text, re.M | re.I)):
-        raise InputError(f"{name}: malformed iCalendar: an event has no END:VEVENT")
-    props = _COMPONENT.sub(b"", text)
-    props = re.sub(rb"(?im)^(BEGIN|END):VCALENDAR\r?\n?", b"", props)
-    return _Scan(props, zones, groups)
+        elif kind == b"VTODO":
+            todos.append(block)  # a to-do list is read whole (see ics_todos)
+        elif kind == b"VEVENT":
+            body = block.split(b"BEGIN:VALARM", 1)[0]
+            keys = {k.upper(): v for k, v in _KEYS.findall(body)}
+            recurring = b"RRULE" in keys or b"RDATE" in keys or b"RECURRENCE-ID" in keys
+            if not recurring and not _in_window(keys, first, last):
+                continue
+            uid = keys.get(b"UID") or b"\x00%d" % begun  # no UID: a group of its own
+            groups.setdefault(uid, []).append(block)
+    if depth:
+        raise InputError(
+            f"{name}: malformed iCalendar: a {kind.decode(errors='replace')} has no END line"
+        )
+    props.append(text[outside:])
+    return _Scan(b"".join(props), zones, groups, todos)
 
 
-def _batches(scan: _Scan) -> Iterator[bytes]:
-    """Mini calendars of whole UID groups, each with the calendar's properties and zones."""
+def _batches(scan: _Scan, groups: Iterable[list[bytes]]) -> Iterator[bytes]:
+    """Mini calendars of whole groups, each with the calendar's properties and zones."""
     head = b"BEGIN:VCALENDAR\r\n" + scan.props.strip() + b"\r\n" + b"".join(scan.zones)
     batch: list[bytes] = []
     size = 0
-    for blocks in scan.groups.values():
+    for blocks in groups:
         batch.extend(blocks)
         size += sum(len(b) for b in blocks)
         if size >= BATCH_BYTES:
@@ -410,7 +437,7 @@ def _occurrences(
 
 def records_from_bytes(
     data: bytes, calendar_id: str, ctx: ReadContext, name: str
-) -> Iterator[EventRecord | ReplaceScope | Skipped]:
+) -> Iterator[Record]:
     """The instances of a calendar in ctx's window, then the scope they replace."""
     _check_calendar(data, name)
     window_start = (ctx.now - timedelta(days=ctx.past_days)).astimezone(UTC)
@@ -424,7 +451,7 @@ def records_from_bytes(
     )
     del data
     budget = [0, 0]  # dateutil steps walked, instances counted: for the whole file
-    for batch in _batches(scan):
+    for batch in _batches(scan, scan.groups.values()):
         cal = _load(batch, name)
         skipped: list[Skipped] = []
         for comp in _occurrences(cal, name, (window_start, window_end), ctx, skipped, budget):
@@ -435,6 +462,15 @@ def records_from_bytes(
             except (ValueError, TypeError, KeyError, OverflowError) as err:
                 yield Skipped("event", f"unreadable event: {err}")
         yield from skipped
+    # To-dos live beside the events (same file, same id as their list); see ics_todos.
+    keep: set[str] = set()
+    for batch in _batches(scan, ([todo] for todo in scan.todos)):
+        for rec in ics_todos.records(_load(batch, name), calendar_id, ctx):
+            if isinstance(rec, TaskScope):
+                keep |= rec.keep
+            else:
+                yield rec
+    yield TaskScope(calendar_id, frozenset(keep))
     yield ReplaceScope(calendar_id, window_start, window_end)
 
 
@@ -465,6 +501,10 @@ def _event(comp: Any, calendar_id: str, ctx: ReadContext) -> EventRecord:
         transparency="transparent"
         if str(comp.get("TRANSP", "")).upper() == "TRANSPARENT"
         else "opaque",
+        # Outlook and Exchange mark a day off this way; Google's own field is eventType.
+        event_type="outOfOffice"
+        if str(comp.get("X-MICROSOFT-CDO-BUSYSTATUS", "")).upper() == "OOF"
+        else "default",
         attendee_count=len(attendees),
     )
 
@@ -483,7 +523,7 @@ def _stamp(value: date | datetime, ctx: ReadContext) -> str:
     return when.strftime("%Y%m%d") if all_day else when.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-def read(path: Path, ctx: ReadContext) -> Iterator[EventRecord | ReplaceScope]:
+def read(path: Path, ctx: ReadContext) -> Iterator[Record]:
     """Events of one .ics file; the file's absolute path is its calendar id."""
     path = Path(path)
     try:

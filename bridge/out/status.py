@@ -13,7 +13,7 @@ from bridge.intake.sources import SCHEDULED, get_state, next_due
 from bridge.out.snapshot import iso
 from bridge.store import Store
 from bridge.store.db import schema_version
-from bridge.store.models import CalendarEvent, Reading
+from bridge.store.models import CalendarEvent, Reading, Task
 
 # Which meters each stored metric feeds, for the freshness report (the inputs of
 # mappings/meter_weights.toml by the metric they are computed from; a test keeps the two
@@ -30,6 +30,7 @@ METER_INPUTS: dict[str, tuple[str, ...]] = {
     "workout": ("vitality",),
     "mindful": ("serenity",),
     "calendar": ("cognition", "progress", "serenity", "connection"),
+    "tasks": ("progress",),
 }
 # A source is "silent" when its last success is older than this many intervals.
 SILENT_AFTER_INTERVALS = 2
@@ -46,6 +47,7 @@ def freshness(store: Store, now: datetime) -> list[dict[str, Any]]:
         newest["calendar"] = session.execute(
             select(func.max(CalendarEvent.updated_at))
         ).scalar_one_or_none()
+        newest["tasks"] = session.execute(select(func.max(Task.updated_at))).scalar_one_or_none()
     out = []
     for metric, meters in METER_INPUTS.items():
         last = newest.get(metric)

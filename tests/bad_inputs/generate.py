@@ -315,7 +315,7 @@ def _long_comment_dtd(path: Path) -> None:
 
 APPLE_DTD = {
     "dtd-after-comment-naming-root.xml": _apple_dtd("<!-- <HealthData> -->\n"),
-    "dtd-after-pi-naming-root.xml": _apple_dtd('<?note <HealthData?>\n'),
+    "dtd-after-pi-naming-root.xml": _apple_dtd("<?note <HealthData?>\n"),
     "dtd-after-long-comment.xml": _long_comment_dtd,
     "second-dtd.xml": _text(
         '<?xml version="1.0"?>\n<!DOCTYPE HealthData [\n<!ATTLIST HealthData locale CDATA #REQUIRED>\n]>\n'
@@ -418,7 +418,9 @@ def _many_singles(path: Path) -> None:
     # 50 k plain events far outside the window: dropped by the text scan, never parsed.
     _ics(
         *(
-            ICS_EVENT.format(uid=f"old{i}", start="20100101T080000Z", end="20100101T090000Z", title="Old")
+            ICS_EVENT.format(
+                uid=f"old{i}", start="20100101T080000Z", end="20100101T090000Z", title="Old"
+            )
             for i in range(50_000)
         )
     )(path)
@@ -450,20 +452,78 @@ HOSTILE: list[Case] = [
     Case("ics", "count-0.ics", "error", _ics(_rule("FREQ=DAILY;COUNT=0")), "COUNT"),
     Case("ics", "freq-unknown.ics", "error", _ics(_rule("FREQ=FORTNIGHTLY")), "RRULE"),
     Case("ics", "minutely.ics", "skip", _ics(_rule("FREQ=MINUTELY")), ""),
-    Case("ics", "minutely-since-1970.ics", "skip", _ics(_rule("FREQ=MINUTELY;INTERVAL=3", "19700101T000000Z"))),
+    Case(
+        "ics",
+        "minutely-since-1970.ics",
+        "skip",
+        _ics(_rule("FREQ=MINUTELY;INTERVAL=3", "19700101T000000Z")),
+    ),
     Case("ics", "daily-since-year-1.ics", "skip", _ics(_rule("FREQ=DAILY", "00010101T080000Z"))),
-    Case("ics", "hourly-count-huge.ics", "skip", _ics(_rule("FREQ=HOURLY;COUNT=999999999", "19900101T000000Z"))),
-    Case("ics", "byhour-byminute-daily.ics", "skip", _ics(_rule("FREQ=DAILY;BYHOUR=" + ",".join(map(str, range(24))) + ";BYMINUTE=" + ",".join(map(str, range(60)))))),
+    Case(
+        "ics",
+        "hourly-count-huge.ics",
+        "skip",
+        _ics(_rule("FREQ=HOURLY;COUNT=999999999", "19900101T000000Z")),
+    ),
+    Case(
+        "ics",
+        "byhour-byminute-daily.ics",
+        "skip",
+        _ics(
+            _rule(
+                "FREQ=DAILY;BYHOUR="
+                + ",".join(map(str, range(24)))
+                + ";BYMINUTE="
+                + ",".join(map(str, range(60)))
+            )
+        ),
+    ),
     Case("ics", "bysetpos-never.ics", "skip", _ics(_rule("FREQ=DAILY;BYSETPOS=3"))),
-    Case("ics", "bysetpos-monthly-never.ics", "skip", _ics(_rule("FREQ=MONTHLY;BYDAY=MO;BYSETPOS=-6"))),
-    Case("ics", "february-30th-daily.ics", "accept", _ics(_rule("FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30", "20261001T080000Z"))),
-    Case("ics", "monday-april-31st-minutely.ics", "accept", _ics(_rule("FREQ=MINUTELY;BYDAY=MO;BYMONTHDAY=31;BYMONTH=4", "20261001T080000Z"))),
-    Case("ics", "bymonthday-40.ics", "accept", _ics(_rule("FREQ=DAILY;BYMONTHDAY=40", "20261001T080000Z"))),
+    Case(
+        "ics",
+        "bysetpos-monthly-never.ics",
+        "skip",
+        _ics(_rule("FREQ=MONTHLY;BYDAY=MO;BYSETPOS=-6")),
+    ),
+    Case(
+        "ics",
+        "february-30th-daily.ics",
+        "accept",
+        _ics(_rule("FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30", "20261001T080000Z")),
+    ),
+    Case(
+        "ics",
+        "monday-april-31st-minutely.ics",
+        "accept",
+        _ics(_rule("FREQ=MINUTELY;BYDAY=MO;BYMONTHDAY=31;BYMONTH=4", "20261001T080000Z")),
+    ),
+    Case(
+        "ics",
+        "bymonthday-40.ics",
+        "accept",
+        _ics(_rule("FREQ=DAILY;BYMONTHDAY=40", "20261001T080000Z")),
+    ),
     Case("ics", "until-year-9999.ics", "accept", _ics(_rule("FREQ=DAILY;UNTIL=99991231T000000Z"))),
     Case("ics", "too-many-instances.ics", "error", _many_series, "max_instances_per_file"),
     Case("ics", "fifty-thousand-old-events.ics", "accept", _many_singles),
-    Case("ics", "ends-in-year-9999.ics", "skip", _ics(ICS_EVENT.format(uid="far", start="20261118T100000Z", end="99991231T235900Z", title="Far"))),
-    Case("ics", "duration-overflows.ics", "skip", _ics("BEGIN:VEVENT\r\nUID:long\r\nDTSTART:20261118T100000Z\r\nDURATION:P99999999W\r\nSUMMARY:x\r\nEND:VEVENT\r\n")),
+    Case(
+        "ics",
+        "ends-in-year-9999.ics",
+        "skip",
+        _ics(
+            ICS_EVENT.format(
+                uid="far", start="20261118T100000Z", end="99991231T235900Z", title="Far"
+            )
+        ),
+    ),
+    Case(
+        "ics",
+        "duration-overflows.ics",
+        "skip",
+        _ics(
+            "BEGIN:VEVENT\r\nUID:long\r\nDTSTART:20261118T100000Z\r\nDURATION:P99999999W\r\nSUMMARY:x\r\nEND:VEVENT\r\n"
+        ),
+    ),
     Case(
         "ics",
         "escape-in-malformed-line.ics",
@@ -475,14 +535,52 @@ HOSTILE: list[Case] = [
         "ics",
         "escape-in-title.ics",
         "accept",
-        _ics(ICS_EVENT.format(uid="t", start="20261118T100000Z", end="20261118T110000Z", title=CONTROL_TITLE)),
+        _ics(
+            ICS_EVENT.format(
+                uid="t", start="20261118T100000Z", end="20261118T110000Z", title=CONTROL_TITLE
+            )
+        ),
         never_stored="\x1b",
     ),
-    Case("ics", "unbalanced-vevent.ics", "error", _ics("BEGIN:VEVENT\r\nUID:x\r\nDTSTART:20261118T100000Z\r\n"), "END:VEVENT"),
+    Case(
+        "ics",
+        "unbalanced-vevent.ics",
+        "error",
+        _ics("BEGIN:VEVENT\r\nUID:x\r\nDTSTART:20261118T100000Z\r\n"),
+        "has no END line",
+    ),
     Case("ics", "no-end-vcalendar.ics", "error", _ics(tail=""), "ends early"),
+    Case("ics", "stray-end.ics", "error", _ics("END:VEVENT\r\n"), "without BEGIN"),
+    Case(
+        "ics",
+        "misspelt-end-vtodo.ics",
+        "accept",
+        _text(
+            ICS_HEAD
+            + ICS_OK
+            + "BEGIN:VTODO\r\nUID:t1\r\nSUMMARY:Tax\r\nEND:VTOOD\r\nEND:VCALENDAR\r\n"
+        ),
+    ),
     *(
-        Case("garmin-export", n, "skip", _zip({UDS: b"[" + _uds_day("2026-11-01", 55, 8000)[1:-1] + b"," + _uds_day(day, 60, 100)[1:-1] + b"]"}))
-        for n, day in (("year-1.zip", "0001-01-01"), ("year-9999.zip", "9999-12-31"), ("month-13.zip", "2026-13-01"))
+        Case(
+            "garmin-export",
+            n,
+            "skip",
+            _zip(
+                {
+                    UDS: b"["
+                    + _uds_day("2026-11-01", 55, 8000)[1:-1]
+                    + b","
+                    + _uds_day(day, 60, 100)[1:-1]
+                    + b"]"
+                }
+            ),
+        )
+        for n, day in (
+            ("year-1.zip", "0001-01-01"),
+            ("year-9999.zip", "9999-12-31"),
+            ("month-13.zip", "2026-13-01"),
+        )
     ),
 ]
 CASES += HOSTILE
