@@ -14,6 +14,7 @@ transaction, so a failed import commits nothing.
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import Any
@@ -30,6 +31,9 @@ class ReadContext:
     # Recurrence caps of calendar files and feeds (sources.ics in the config).
     max_instances_per_event: int = 10_000
     max_instances_per_file: int = 20_000
+    # Set when the daemon is stopping: writers roll their transaction back at the next
+    # batch (bridge.errors.Cancelled), so a stop is bounded and leaves nothing partial.
+    stop: threading.Event | None = None
 
 
 @dataclass(slots=True)

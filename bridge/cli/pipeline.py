@@ -340,11 +340,13 @@ def recommend(
             typer.echo(f"{rec['action']} — {rec['rationale']} [{rec['runner']}]")
         return
     from bridge.cycle.recommend import recommend as make
-    from bridge.out.snapshot import recommendation_document
+    from bridge.out.snapshot import answer_of, recommendation_document
 
     settings = current_settings()
-    rec = make(current_store(), settings, datetime.now(UTC))
-    doc = recommendation_document(rec, None, settings.tz)
+    store = current_store()
+    rec = make(store, settings, datetime.now(UTC))
+    # The slot's recommendation may already be answered: show the answer, as the page does.
+    doc = recommendation_document(rec, answer_of(store, rec.id), settings.tz)
     if as_json:
         print_json(doc)
     else:

@@ -9,6 +9,7 @@ transaction rolls back and nothing partial is committed.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -18,13 +19,17 @@ from typing import Any
 from bridge.config import Settings
 from bridge.cycle.run import run_cycle
 from bridge.daemon.systemd import sd_notify, watchdog_interval
-from bridge.errors import BridgeError
+from bridge.errors import BridgeError, Cancelled
 from bridge.store import Store
 
 log = logging.getLogger("rhythm_bridge.daemon")
 
 # A cycle running longer than this is taken to be hung: the watchdog stops pinging.
 MAX_CYCLE_SECONDS = 30 * 60
+# After a stop signal the running cycle has this long to reach a step boundary (an import
+# checks at every batch of 5,000 records) before the process exits anyway, its open
+# transaction rolled back; well inside systemd's TimeoutStopSec (120 s in our unit).
+STOP_SECONDS = 45
 
 
 class CycleTracker:
@@ -33,6 +38,13 @@ class CycleTracker:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.started: float | None = None
+        self.stop = threading.Event()  # set on SIGTERM: the running cycle ends at a boundary
+        self._idle = threading.Event()
+        self._idle.set()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait for the running cycle (if any) to end; False if it is still running."""
+        return self._idle.wait(timeout)
 
     def healthy(self, now: float | None = None) -> bool:
         with self._lock:
@@ -42,10 +54,15 @@ class CycleTracker:
 
     def run(self, settings: Settings, store: Store) -> None:
         with self._lock:
+            if self.stop.is_set():
+                return
             self.started = time.monotonic()
+            self._idle.clear()
         try:
             # A failing cycle is logged and the next one runs on schedule: the daemon stays up.
-            run_cycle(settings, store)
+            run_cycle(settings, store, stop=self.stop)
+        except Cancelled:
+            log.info("cycle stopped at a step boundary; nothing partial was stored")
         except BridgeError as err:
             log.error("cycle failed: %s", err)
         except Exception:
@@ -54,6 +71,7 @@ class CycleTracker:
             with self._lock:
                 self.started = None
             trim_heap()
+            self._idle.set()
 
 
 # glibc's M_MMAP_THRESHOLD: blocks from this size up get their own mapping, given back
@@ -173,7 +191,8 @@ def run_daemon(settings: Settings, store: Store) -> None:
     With [web] enabled the page is served from a thread and stopped after the scheduler.
     """
     tune_heap()
-    scheduler = build_scheduler(settings, store)
+    tracker = CycleTracker()
+    scheduler = build_scheduler(settings, store, tracker)
     web = None
     if settings.web.enabled:
         from bridge.web.server import BackgroundServer
@@ -181,8 +200,12 @@ def run_daemon(settings: Settings, store: Store) -> None:
         web = BackgroundServer(settings, store).start()
 
     def stop(signum: int, _frame: Any) -> None:
-        log.info("received %s, stopping after the current cycle", signal.Signals(signum).name)
+        log.info(
+            "received %s, stopping after the current cycle (at its next step boundary)",
+            signal.Signals(signum).name,
+        )
         sd_notify("STOPPING=1")
+        tracker.stop.set()
         scheduler.shutdown(wait=False)
 
     signal.signal(signal.SIGTERM, stop)
@@ -191,6 +214,14 @@ def run_daemon(settings: Settings, store: Store) -> None:
     sd_notify("READY=1\nSTATUS=scheduling cycles")
     try:
         scheduler.start()
+        if not tracker.wait_idle(STOP_SECONDS):
+            log.error(
+                "the cycle did not reach a step boundary within %d s; exiting, its open "
+                "transaction rolls back",
+                STOP_SECONDS,
+            )
+            logging.shutdown()
+            os._exit(1)
     finally:
         if web is not None:
             web.stop()
