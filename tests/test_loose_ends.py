@@ -62,3 +62,22 @@ def test_every_message_names_the_auth_command_that_exists(source):
     result = CliRunner().invoke(app, ["auth", *args, "--help"])
     assert result.exit_code == 0, result.output
     assert auth_command("google_calendar") == "rhythm-bridge auth google"
+
+
+def test_a_cycle_classifies_with_numpy_alone():
+    """SciPy and scikit-learn cost ~140 MB of a Pi's memory: only training imports them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from bridge.cycle.classify import build_classifier\n"
+        "from bridge.config import Settings\n"
+        "c = build_classifier(Settings(), None)\n"
+        "print([a for a, _ in c.model.predict(['Team standup', 'Gym session', 'Zorblax'])])\n"
+        "print(sorted(m for m in ('scipy', 'sklearn') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    actions, loaded = out.stdout.strip().splitlines()
+    assert "EXERCISE" in actions
+    assert loaded == "[]", out.stdout
