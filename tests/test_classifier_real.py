@@ -47,14 +47,14 @@ def test_no_evaluation_title_is_in_the_training_data(sets):
 
 
 def test_the_shipped_classifier_holds_its_measured_accuracy_on_the_evaluation_set(sets):
-    # A regression floor a little under the figure in the README (0.770): a rule or
+    # A regression floor a little under the figure in the README (0.777): a rule or
     # training change that loses ground on real calendars fails here.
     items = sets["eval"]
     answers = default_classifier().classify_many([x.event for x in items])
     right = sum(no_action(a.action) == x.label for a, x in zip(answers, items, strict=True))
     assert right / len(items) >= 0.75
     clear = [a for a, x in zip(answers, items, strict=True) if x.label != NOT_AN_ACTION]
-    assert sum(a.action == UNCLASSIFIED for a in clear) / len(clear) <= 0.08
+    assert sum(a.action == UNCLASSIFIED for a in clear) / len(clear) <= 0.05
 
 
 @pytest.mark.parametrize(
@@ -95,6 +95,8 @@ def test_a_sports_calendar_fixture_is_watching_but_its_all_day_entries_are_not()
     # A fixture in one's own or a club's calendar is playing.
     assert rules.classify(EventInfo(title="FC Musterdorf – SV Beispiel")).action == "EXERCISE"
     assert rules.classify(EventInfo(title="Spurs v Arsenal")).action == "EXERCISE"
+    # An en dash between words that are not club names is no fixture.
+    assert rules.match_title("Lesung – Neue Gedichte") is None
 
 
 @pytest.mark.parametrize(
@@ -119,6 +121,10 @@ def test_a_sports_calendar_fixture_is_watching_but_its_all_day_entries_are_not()
         ("Filmavond", "BINGE_WATCH"),
         ("Boodschappen doen", "ADMIN_WORK"),
         ("Wäsche waschen", "ADMIN_WORK"),
+        ("Casablanca (1942)", "BINGE_WATCH"),
+        ("Bath & bed routine (kids)", "FAMILY_TIME"),
+        ("Scriptiebegeleiding", "LEARN"),
+        ("Afspraak tandarts", "ADMIN_WORK"),
     ],
 )
 def test_multilingual_rules(title, action):

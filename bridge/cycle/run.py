@@ -92,6 +92,7 @@ def run_cycle(
     *,
     only: list[str] | None = None,
     force_sync: bool = False,
+    progress: Any = None,
     stop: threading.Event | None = None,
 ) -> CycleReport:
     """Run one full cycle; sources that fail are recorded and the rest carry on.
@@ -119,7 +120,7 @@ def run_cycle(
         boundary()
         report.classified = classify_events(store, settings)
         boundary()
-        report.slots = recompute_meters(store, settings, now)
+        report.slots = recompute_meters(store, settings, now, progress=progress)
         boundary()
         rec = recommend(store, settings, now)
         report.recommendation = {"id": rec.id, "action": rec.action, "rationale": rec.rationale}

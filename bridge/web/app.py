@@ -33,9 +33,13 @@ from bridge.learning.corrections import LABELS, UnknownEvent, correct_event_labe
 from bridge.learning.feedback import UnknownRecommendation
 from bridge.out.snapshot import recommendation_document
 from bridge.store import Store
-from bridge.web import access, views
+from bridge.web import access, push, views
 from bridge.web.charts import sparkline
 from bridge.web.limits import BodyLimit
+from mappings.actions import METERS
+
+# Below this confidence a meter is drawn faded and hatched (page) or dashed (history).
+WEAK_CONFIDENCE = 0.5
 
 HERE = Path(__file__).parent
 PUBLIC_PREFIXES = ("/static/", "/login", "/healthz")
@@ -54,6 +58,7 @@ SECURITY_HEADERS = {
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
+PUSH_PREFIX = push.PUSH_PREFIX
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 
 
@@ -120,6 +125,9 @@ class Guard:
 
         request = Request(scope)
         path = request.url.path
+        if path.startswith(PUSH_PREFIX):  # device tokens, checked by the endpoint itself
+            await self.app(scope, receive, send_secure)
+            return
         refusal: Response | None = None
         if path.startswith(FEED_PREFIX):
             pass  # checked by calendar_feed against the feed token
@@ -165,13 +173,14 @@ def _login_page(request: Request, status_code: int = 200, error: str | None = No
 # ---- the page -------------------------------------------------------------------------
 
 
-def page(request: Request) -> Response:
+def page_view(request: Request) -> Response:
     st = _state(request)
     now = st.now()
     meter_doc = views.meters(st.store, st.settings, now)
     cards = views.meter_cards(meter_doc)
     for card in cards:
         card["chart"] = sparkline(card["series"], card["name"])
+        card["weak"] = card["confidence"] is not None and card["confidence"] < WEAK_CONFIDENCE
     rec = views.recommendation(st.store, st.settings, now)
     return templates.TemplateResponse(
         request,
@@ -191,6 +200,34 @@ def page(request: Request) -> Response:
             "notice": request.query_params.get("done"),
             "proposal": views.proposal(st.store, st.settings, request.query_params.get("next")),
             "require_token": st.require_token,
+        },
+    )
+
+
+def history_page(request: Request) -> Response:
+    from bridge.web.history import RANGE_LABELS, history
+    from bridge.web.history_charts import page_charts
+
+    st = _state(request)
+    q = request.query_params
+    doc = history(st.store, st.settings, st.now(), q.get("range"), q.get("from"), q.get("to"))
+    return templates.TemplateResponse(
+        request,
+        "history.html",
+        {
+            "doc": doc,
+            "charts": page_charts(doc, WEAK_CONFIDENCE),
+            "ranges": list(RANGE_LABELS.items()),
+            "weak_below": WEAK_CONFIDENCE,
+            "has_meters": any(r[m] is not None for r in doc["rows"] for m in METERS),
+            "captions": {
+                "sleep": "Sleep (hours asleep; deep and REM at the bottom)",
+                "hrv": "HRV against your baseline band",
+                "resting_hr": "Resting heart rate against your baseline band",
+                "steps": "Steps",
+                "stress": "Stress",
+                "calendar_hours": "Calendar load (busy hours)",
+            },
         },
     )
 
@@ -276,6 +313,18 @@ def api_meters(request: Request) -> Response:
     if not 1 <= days <= 31:
         raise InputError("days: use 1 to 31")
     return JSONResponse(views.meters(st.store, st.settings, st.now(), days))
+
+
+def api_history(request: Request) -> Response:
+    """Daily (or weekly, over long ranges) meters, inputs and answers: ?range=4w|3m|1y|all
+    or ?from=YYYY-MM-DD&to=YYYY-MM-DD."""
+    from bridge.web.history import history
+
+    st = _state(request)
+    q = request.query_params
+    return JSONResponse(
+        history(st.store, st.settings, st.now(), q.get("range"), q.get("from"), q.get("to"))
+    )
 
 
 def api_recommendation(request: Request) -> Response:
@@ -393,13 +442,15 @@ def create_app(
     *,
     host: str | None = None,
     clock: Callable[[], datetime] | None = None,
+    page: bool = True,
 ) -> Starlette:
     """The app for a server bound to `host` (default: the configured one).
 
     A non-loopback host needs the access token (made and kept in the keyring on first use).
+    `page=False` serves only the push endpoints (and /healthz): the page stays off.
     """
     host = settings.web.host if host is None else host
-    require_token = not access.is_loopback(host)
+    require_token = page and not access.is_loopback(host)
     token = ensure_access_token(settings) if require_token else get_access_token(settings)
     state = WebState(
         settings=settings,
@@ -410,27 +461,37 @@ def create_app(
         csrf=access.csrf_token(token or secrets.token_urlsafe(32)),
         clock=clock or (lambda: datetime.now(UTC)),
     )
-    routes = [
-        Route("/", page),
-        Route("/feedback", feedback_form, methods=["POST"]),
-        Route("/events/{event_id}/label", label_form, methods=["POST"]),
-        Route("/login", login, methods=["GET", "POST"]),
-        Route("/logout", logout, methods=["POST"]),
-        Route("/healthz", healthz),
-        Route(FEED_PREFIX + "{token}.ics", calendar_feed, methods=["GET", "HEAD"]),
-        Route("/api/meters", api_meters),
-        Route("/api/recommendation", api_recommendation),
-        Route("/api/feedback", api_feedback, methods=["GET", "POST"]),
-        Route("/api/events", api_events),
-        Route("/api/events/{event_id}/label", api_label, methods=["POST"]),
-        Route("/api/status", api_status),
-        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
-    ]
+    routes = (
+        [Route("/healthz", healthz)]
+        if not page
+        else [
+            Route("/", page_view),
+            Route("/history", history_page),
+            Route("/feedback", feedback_form, methods=["POST"]),
+            Route("/events/{event_id}/label", label_form, methods=["POST"]),
+            Route("/login", login, methods=["GET", "POST"]),
+            Route("/logout", logout, methods=["POST"]),
+            Route("/healthz", healthz),
+            Route(FEED_PREFIX + "{token}.ics", calendar_feed, methods=["GET", "HEAD"]),
+            Route("/api/meters", api_meters),
+            Route("/api/history", api_history),
+            Route("/api/recommendation", api_recommendation),
+            Route("/api/feedback", api_feedback, methods=["GET", "POST"]),
+            Route("/api/events", api_events),
+            Route("/api/events/{event_id}/label", api_label, methods=["POST"]),
+            Route("/api/status", api_status),
+            Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        ]
+    )
+    if settings.push.enabled:
+        routes.extend(push.routes())
     app = Starlette(
         routes=routes,
         middleware=[
             Middleware(Guard, state=state),
-            Middleware(BodyLimit, max_bytes=settings.web.max_body_kb * 1024),
+            Middleware(
+                BodyLimit, max_bytes=settings.web.max_body_kb * 1024, own_caps=(PUSH_PREFIX,)
+            ),
         ],
         exception_handlers={HTTPException: _on_http, BridgeError: _on_bridge},
     )
