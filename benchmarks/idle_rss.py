@@ -89,7 +89,8 @@ def main() -> None:
     )
     for module in HEAVY:
         rss, seconds = import_cost(module)
-        over_numpy = f"{rss - with_numpy:+12.0f}" if module != "numpy" else f"{'':>12}"
+        numpy_based = module in ("pandas", "scipy.sparse", "sklearn", "bridge.cycle.run")
+        over_numpy = f"{rss - with_numpy:+12.0f}" if numpy_based else f"{'':>12}"
         print(f"{module:26} {rss:11.0f} {rss - bare:+11.0f} {over_numpy} {seconds:8.2f}")
 
     work = Path(tempfile.mkdtemp(prefix="rb-idle-"))
