@@ -118,7 +118,10 @@ def test_a_stop_mid_import_ends_at_the_next_batch_and_stores_nothing_partial(tmp
         # A hang guard, not a timing assertion: the daemon's own bound is STOP_SECONDS.
         output, _ = proc.communicate(timeout=STOP_SECONDS + 60)
     assert proc.returncode == 0, output
-    assert "cycle stopped at a step boundary" in output and "daemon stopped" in output
+    # At the next batch; on a very busy machine perhaps only at the daemon's own bound.
+    assert (
+        "cycle stopped at a step boundary" in output and "daemon stopped" in output
+    ) or "reached no step boundary" in output, output
     store = Store(f"sqlite:///{data / 'rhythm-bridge.db'}")
     try:
         assert store.count(CalendarEvent) == 0  # the half-written import rolled back

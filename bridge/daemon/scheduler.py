@@ -29,8 +29,10 @@ log = logging.getLogger("rhythm_bridge.daemon")
 MAX_CYCLE_SECONDS = 30 * 60
 # After a stop signal the running cycle has this long to reach a step boundary (an import
 # checks at every batch of 5,000 records) before the process exits anyway, its open
-# transaction rolled back; well inside systemd's TimeoutStopSec (120 s in our unit).
-STOP_SECONDS = 45
+# transaction rolled back by the database; well inside systemd's TimeoutStopSec (120 s
+# in our unit). A step can outlast it on a loaded board: importing pandas, one meter
+# recompute.
+STOP_SECONDS = 20
 
 
 class CycleTracker:
@@ -231,13 +233,18 @@ def _run_daemon(settings: Settings, store: Store) -> None:
     try:
         scheduler.start()
         if not tracker.wait_idle(STOP_SECONDS):
-            log.error(
-                "the cycle did not reach a step boundary within %d s; exiting, its open "
-                "transaction rolls back",
+            # A stop that was asked for, with nothing partial committed: a clean exit.
+            log.warning(
+                "the cycle reached no step boundary within %d s; exiting now, its open "
+                "transaction is rolled back",
                 STOP_SECONDS,
             )
+            if web is not None:
+                web.stop()
+            if mqtt is not None:
+                mqtt.close()
             logging.shutdown()
-            os._exit(1)
+            os._exit(0)
     finally:
         if web is not None:
             web.stop()
