@@ -22,6 +22,7 @@ from bridge.config import Settings
 from bridge.cycle.classify import classify_events
 from bridge.cycle.meters import recompute_meters
 from bridge.cycle.recommend import recommend
+from bridge.cycle.tasks import classify_tasks
 from bridge.errors import BridgeError, Cancelled
 from bridge.intake.sources import SyncOutcome, enabled_sources, is_due, read_context, run_source
 from bridge.store import Store
@@ -119,6 +120,7 @@ def run_cycle(
                 report.synced.append(run_source(store, settings, source, ctx))
         boundary()
         report.classified = classify_events(store, settings)
+        report.classified += classify_tasks(store, settings)
         boundary()
         report.slots = recompute_meters(store, settings, now, progress=progress)
         boundary()
