@@ -70,6 +70,8 @@ def records_from_bytes(
     """The instances of a calendar in ctx's window, then the scope they replace."""
     import recurring_ical_events
 
+    # To-dos are cut out and parsed one by one (see ics_todos: a 100k-task feed).
+    data, todo_blocks = ics_todos.split(data)
     cal = _load(data, name)
     window_start = (ctx.now - timedelta(days=ctx.past_days)).astimezone(UTC)
     window_end = (ctx.now + timedelta(days=ctx.future_days)).astimezone(UTC)
@@ -113,7 +115,7 @@ def records_from_bytes(
             attendee_count=len(attendees),
         )
     # To-dos live beside the events (same file, same id as their list); see ics_todos.
-    yield from ics_todos.records(cal, calendar_id, ctx)
+    yield from ics_todos.records(cal, calendar_id, ctx, todo_blocks)
     yield ReplaceScope(calendar_id, window_start, window_end)
 
 
