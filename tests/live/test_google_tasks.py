@@ -313,16 +313,11 @@ def test_a_due_date_is_the_day_google_shows_in_any_zone():
 
 def test_google_tasks_feed_progress_end_to_end(monkeypatch, secrets, tstore, tsettings, ctx):
     from bridge.cycle.meters import recompute_meters
-    from bridge.store.models import MeterSnapshot
+    from tests.helpers import meter_snapshot
 
     _full(monkeypatch, secrets, tstore, tsettings, ctx)
     recompute_meters(tstore, tsettings, NOW)
-    with tstore.session() as session:
-        snap = session.execute(
-            select(MeterSnapshot).where(
-                MeterSnapshot.local_date == NOW.date(), MeterSnapshot.slot == 0
-            )
-        ).scalar_one()
+    snap = meter_snapshot(tstore, NOW.date(), 0)
     progress = json.loads(snap.provenance)["progress"]
     inputs = {i["name"]: i for i in progress["inputs"]}
     # Only tasks are known: Progress comes from them alone.
