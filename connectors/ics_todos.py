@@ -12,16 +12,13 @@ current occurrence): apps advance DUE when one is ticked off, which the history 
   RELATED-TO      the parent task's UID (RELTYPE PARENT, the default)
 
 Memory: a to-do feed can hold 100,000 entries (Todoist, years of Nextcloud), and a whole
-parsed calendar costs about 6 KB of objects per to-do. So the VTODO blocks are cut out of
-the bytes and parsed one at a time (`split`); the rest (events, time zones) is parsed as a
-calendar. Only when the blocks cannot be cut cleanly (a BEGIN without its END, as in some
-hand-edited files) is the whole calendar walked instead, with icalendar's own recovery.
+parsed calendar costs about 6 KB of objects per to-do; `connectors.ics` therefore hands
+this module small calendars of a batch of to-dos at a time.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -103,56 +100,14 @@ def todo_record(comp: Any, list_id: str, ctx: ReadContext) -> TaskRecord:
     )
 
 
-_BEGIN = re.compile(rb"^BEGIN:VTODO\r?$", re.M | re.I)
-_END = re.compile(rb"^END:VTODO\r?$", re.M | re.I)
-_BLOCK = re.compile(rb"^BEGIN:VTODO\r?\n.*?^END:VTODO\r?(?:\n|\Z)", re.M | re.I | re.S)
-_UID = re.compile(rb"^UID[;:][^\r\n]*?([^:\r\n]*)\r?$", re.M | re.I)
-
-
-def split(data: bytes) -> tuple[bytes, list[bytes] | None]:
-    """(the calendar without its VTODO blocks, the blocks); (data, None) when the blocks
-    cannot be cut cleanly, so the caller walks the whole parsed calendar instead."""
-    begins = len(_BEGIN.findall(data))
-    if not begins:
-        return data, []
-    if len(_END.findall(data)) != begins:
-        return data, None
-    blocks = _BLOCK.findall(data)
-    if len(blocks) != begins:
-        return data, None
-    return _BLOCK.sub(b"", data), blocks
-
-
-def _components(blocks: list[bytes]) -> Iterator[tuple[Any, str]]:
-    """(parsed VTODO or the error, its UID as far as the bytes tell), one at a time."""
-    import icalendar
-
-    for block in blocks:
-        found = _UID.search(block)
-        uid = found.group(1).decode("utf-8", "replace").strip() if found else ""
-        try:
-            yield icalendar.Todo.from_ical(block), uid
-        except ValueError as err:  # e.g. PRIORITY:high; only this to-do is lost
-            yield err, uid
-
-
-def records(
-    cal: Any, list_id: str, ctx: ReadContext, blocks: list[bytes] | None = None
-) -> Iterator[TaskRecord | Skipped | TaskScope]:
-    """Every VTODO (of `blocks`, else of the parsed calendar), then the scope saying they
-    are the whole list."""
+def records(cal: Any, list_id: str, ctx: ReadContext) -> Iterator[TaskRecord | Skipped | TaskScope]:
+    """Every VTODO of a parsed calendar, then the scope saying they are the whole list."""
     unreadable: set[str] = set()
-    found: Iterable[tuple[Any, str]] = (
-        _components(blocks)
-        if blocks is not None
-        else ((c, str(c.get("UID", "")).strip()) for c in cal.walk("VTODO"))
-    )
-    for comp, uid in found:
+    for comp in cal.walk("VTODO"):
         try:
-            if isinstance(comp, Exception):
-                raise comp
             yield todo_record(comp, list_id, ctx)
         except MALFORMED as err:
+            uid = str(comp.get("UID", "")).strip()
             if uid:
                 unreadable.add(uid)
             reason = f"malformed VTODO {uid or 'without UID'} ({type(err).__name__}: {err})"
