@@ -50,6 +50,9 @@ _KEYS = re.compile(
 )
 _DATE = re.compile(rb"(?:^|:)(\d{8})")
 BATCH_BYTES = 256 << 10
+# A to-do block as `_scan` cut it (it ends each with CRLF), and its UID line.
+_TODO_BLOCK = re.compile(rb"^BEGIN:VTODO\r?\n.*?^END:[^\r\n]*\r\n", re.M | re.S | re.I)
+_TODO_UID = re.compile(rb"^UID[^:\r\n]*:([^\r\n]*)", re.M | re.I)
 # Steps of a rule between its DTSTART and the window's end: a rule every minute since
 # 1970 is 30 M steps of dateutil's loop before the first instance that matters.
 MAX_RULE_STEPS = 200_000
@@ -465,11 +468,26 @@ def records_from_bytes(
     # To-dos live beside the events (same file, same id as their list); see ics_todos.
     keep: set[str] = set()
     for batch in _batches(scan, ([todo] for todo in scan.todos)):
-        for rec in ics_todos.records(_load(batch, name), calendar_id, ctx):
-            if isinstance(rec, TaskScope):
-                keep |= rec.keep
-            else:
-                yield rec
+        try:
+            cals = [_load(batch, name)]
+        except InputError:
+            # One to-do icalendar refuses (PRIORITY:high) must not cost the file: read
+            # this batch's to-dos one by one and count the ones that fail.
+            cals = []
+            for todo in _TODO_BLOCK.findall(batch):
+                try:
+                    cals.append(_load(next(_batches(scan, [[todo]])), name))
+                except InputError as err:
+                    uid = _TODO_UID.search(todo)
+                    if uid:
+                        keep.add(uid.group(1).decode("utf-8", "replace").strip())
+                    yield Skipped("task", str(err).rsplit(": ", 1)[-1][:300])
+        for cal in cals:
+            for rec in ics_todos.records(cal, calendar_id, ctx):
+                if isinstance(rec, TaskScope):
+                    keep |= rec.keep
+                else:
+                    yield rec
     yield TaskScope(calendar_id, frozenset(keep))
     yield ReplaceScope(calendar_id, window_start, window_end)
 
