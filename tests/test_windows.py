@@ -61,6 +61,17 @@ def week(store):
     return store
 
 
+def store_event(store, event: EventRecord) -> None:
+    """One event as a live calendar source stores it."""
+    with store.transaction() as s:
+        upsert(
+            s,
+            CalendarEvent,
+            [event.row("google_calendar", datetime.now(UTC))],
+            keys=("source", "calendar_id", "uid", "recurrence_id"),
+        )
+
+
 def make(store, settings, now):
     rec = recommend(store, settings, now, runner_name="bundled")
     return rec, recommendation_document(rec, None, settings.tz)
@@ -202,13 +213,7 @@ def test_a_declined_invitation_leaves_its_time_free(store, settings):
         "status": "confirmed",
     }
     declined = EventRecord(uid="inv-1", title="All-hands", self_response="declined", **common)
-    with store.transaction() as s:
-        upsert(
-            s,
-            CalendarEvent,
-            [declined.row("google_calendar", datetime.now(UTC))],
-            keys=("source", "calendar_id", "uid", "recurrence_id"),
-        )
+    store_event(store, declined)
     rec, doc = make(store, settings, at(2026, 11, 30, 12, 1))
     assert rec.slot == 1 and window(doc)[0] == at(2026, 11, 30, 12, 5)
     with store.transaction() as s:
@@ -325,13 +330,7 @@ def test_across_the_autumn_dst_change(store, settings):
         start=at(2026, 10, 25, 1, 30),
         end=at(2026, 10, 25, 4, 30),  # after the change: +01:00
     )
-    with store.transaction() as s:
-        upsert(
-            s,
-            CalendarEvent,
-            [late.row("google_calendar", datetime.now(UTC))],
-            keys=("source", "calendar_id", "uid", "recurrence_id"),
-        )
+    store_event(store, late)
     rec, doc = make(store, settings, at(2026, 10, 25, 1, 0))
     w = window(doc)
     assert rec.slot == 3 and not overlaps(w, (late.start, late.end))
