@@ -81,7 +81,10 @@ class _Reader:
             local = _value(frame, "local_timestamp")
             if isinstance(local, datetime) and isinstance(stamp, datetime):
                 minutes = round((local - stamp).total_seconds() / 60)
-                self.zone = timezone(timedelta(minutes=minutes))
+                # Some devices write a local time that is no local time at all (a null
+                # or a counter): real UTC offsets are within -12..+14 hours.
+                if -12 * 60 <= minutes <= 14 * 60:
+                    self.zone = timezone(timedelta(minutes=minutes))
         elif name == "monitoring":
             yield from self.monitoring(frame, stamp)
         elif name == "hrv":
@@ -205,7 +208,10 @@ def records(fit_file: str | IO[bytes], name: str, ctx: ReadContext) -> list[Read
         with fitdecode.FitReader(
             fit_file,
             check_crc=fitdecode.CrcCheck.RAISE,
-            error_handling=fitdecode.ErrorHandling.RAISE,
+            # What this relaxes is what the Garmin FIT SDK reads too: a field size that is
+            # no multiple of its base type (COROS) is read as bytes, developer data
+            # without its id as unknown. The CRC is still checked.
+            error_handling=fitdecode.ErrorHandling.IGNORE,
         ) as fit:
             for frame in fit:
                 if isinstance(frame, fitdecode.FitDataMessage):
@@ -213,6 +219,9 @@ def records(fit_file: str | IO[bytes], name: str, ctx: ReadContext) -> list[Read
         out.extend(state.finish())
     except fitdecode.FitError as err:
         raise InputError(f"{name}: not a readable FIT file ({err})") from None
+    except (ValueError, OverflowError, TypeError) as err:
+        # A value no device could mean (a date before 1989, a null where a number belongs).
+        raise InputError(f"{name}: a FIT value cannot be read ({err})") from None
     except OSError as err:
         raise InputError(f"{name}: cannot read: {err.strerror or err}") from None
     if not out and not state.origin:

@@ -3,7 +3,14 @@
 icalendar parses, x-wr-timezone repairs Google's X-WR-TIMEZONE exports, and
 recurring-ical-events expands RRULE/RDATE/EXDATE and applies moved instances
 (RECURRENCE-ID). An instance's identity is its UID plus its *original* start, so a moved
-instance updates in place instead of appearing twice.
+instance updates in place instead of appearing twice; an instance moved by a
+`RECURRENCE-ID;RANGE=THISANDFUTURE` change keeps its own original start too. An event
+without a UID gets one derived from its content, so re-reading the file finds it again.
+
+Real files are odder than RFC 5545 (see tests/fixtures/real/): `_repair` fixes what a
+calendar app would shrug off before expansion (a property written twice, a changed
+instance without DTSTART), and a series that still cannot be expanded is skipped with a
+reason instead of costing the rest of the file.
 
 Feed URLs (a private iCloud/Outlook/Google iCal link) are fetched with httpx, sending the
 last ETag / Last-Modified so an unchanged feed costs one 304. A private link is a secret:
@@ -13,6 +20,7 @@ messages show only its host, and the stored calendar id is a hash of it.
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -21,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from bridge.errors import InputError, RateLimited, SourceError, Transient
-from connectors.base import EventRecord, ReadContext, ReplaceScope
+from connectors.base import EventRecord, ReadContext, ReplaceScope, Skipped
 
 if TYPE_CHECKING:
     import httpx
@@ -63,54 +71,182 @@ def _stamp(value: date | datetime, ctx: ReadContext) -> str:
     return when.strftime("%Y%m%d") if all_day else when.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-def records_from_bytes(
-    data: bytes, calendar_id: str, ctx: ReadContext, name: str
-) -> Iterator[EventRecord | ReplaceScope]:
-    """The instances of a calendar in ctx's window, then the scope they replace."""
+# Properties RFC 5545 allows once per VEVENT; some writers repeat them (the first wins,
+# as in the calendar apps that wrote them).
+_SINGLE = ("UID", "DTSTART", "DTEND", "DURATION", "RECURRENCE-ID", "SUMMARY", "STATUS", "TRANSP")
+# What identifies an event that has no UID: its content, not when the file was written.
+_CONTENT = ("DTSTART", "DTEND", "DURATION", "RRULE", "RDATE", "SUMMARY", "LOCATION", "DESCRIPTION")
+
+
+def _content_uid(comp: Any) -> str:
+    parts = []
+    for prop in _CONTENT:
+        value = comp.get(prop)
+        for item in value if isinstance(value, list) else [value]:
+            parts.append(f"{prop}:{item.to_ical().decode() if hasattr(item, 'to_ical') else item}")
+    return "nouid-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+
+
+def _repair(cal: Any) -> list[str]:
+    """Make odd but legitimate events expandable, in place; return why others were dropped."""
+    dropped: list[str] = []
+    for comp in list(cal.subcomponents):
+        if comp.name != "VEVENT":
+            continue
+        for prop in _SINGLE:
+            if isinstance(comp.get(prop), list):
+                values = comp[prop]
+                del comp[prop]
+                comp.add(prop, values[0], encode=False)
+        if "DTSTART" not in comp:
+            if "RECURRENCE-ID" not in comp:
+                cal.subcomponents.remove(comp)
+                dropped.append(f"{comp.get('UID', 'an event')}: no DTSTART")
+                continue
+            # A changed instance that does not say when it starts keeps its original start.
+            comp.add("DTSTART", comp["RECURRENCE-ID"], encode=False)
+        if not str(comp.get("UID", "")).strip():
+            comp.pop("UID", None)
+            comp.add("UID", _content_uid(comp))
+    return dropped
+
+
+def _future_shifts(cal: Any) -> dict[tuple[str, str], timedelta]:
+    """(UID, RECURRENCE-ID) of each RANGE=THISANDFUTURE change -> how far it moved the
+    instances after it; undoing that shift gives an instance's original start."""
+    shifts: dict[tuple[str, str], timedelta] = {}
+    for comp in cal.walk("VEVENT"):
+        rid = comp.get("RECURRENCE-ID")
+        if rid is None or str(rid.params.get("RANGE", "")).upper() != "THISANDFUTURE":
+            continue
+        try:
+            start, original = comp.decoded("DTSTART"), comp.decoded("RECURRENCE-ID")
+            shift = _naive_utc(start) - _naive_utc(original)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            continue
+        shifts[(str(comp.get("UID")), rid.to_ical().decode())] = shift
+    return shifts
+
+
+def _naive_utc(value: date | datetime) -> datetime:
+    if not isinstance(value, datetime):
+        return datetime(value.year, value.month, value.day)
+    if value.tzinfo is None:
+        return value
+    return value.astimezone(UTC).replace(tzinfo=None)
+
+
+def _original_start(comp: Any, shifts: dict[tuple[str, str], timedelta]) -> date | datetime:
+    """The start an instance had before any change: its RECURRENCE-ID, unless that names
+    a THISANDFUTURE change, which moved this instance along with every later one."""
+    if "RECURRENCE-ID" not in comp:
+        return comp.decoded("DTSTART")
+    rid = comp["RECURRENCE-ID"]
+    original = comp.decoded("RECURRENCE-ID")
+    shift = shifts.get((str(comp.get("UID")), rid.to_ical().decode()))
+    if shift is None:
+        return original
+    start = comp.decoded("DTSTART")
+    if isinstance(start, datetime) and isinstance(original, datetime):
+        return start.astimezone(original.tzinfo) - shift if original.tzinfo else start - shift
+    if not isinstance(start, datetime) and not isinstance(original, datetime):
+        return start - shift
+    return original
+
+
+def _expand(
+    cal: Any, start: datetime, end: datetime, name: str
+) -> tuple[list[Any], list[Skipped], set[str]]:
+    """The window's instances; an event that cannot be expanded is skipped, not fatal."""
+    import icalendar
     import recurring_ical_events
 
-    cal = _load(data, name)
+    try:
+        return recurring_ical_events.of(cal).between(start, end), [], set()
+    except Exception:  # the library raises many types for broken rules: find the culprit
+        pass
+    # Again one UID at a time (with every time zone), so one broken series costs itself.
+    zones = [c for c in cal.subcomponents if c.name == "VTIMEZONE"]
+    by_uid: dict[str, list[Any]] = {}
+    for comp in cal.subcomponents:
+        if comp.name == "VEVENT":
+            by_uid.setdefault(str(comp.get("UID", "")), []).append(comp)
+    instances: list[Any] = []
+    skipped: list[Skipped] = []
+    broken: set[str] = set()
+    for uid, comps in by_uid.items():
+        one = icalendar.Calendar()
+        one.subcomponents.extend([*zones, *comps])
+        try:
+            instances.extend(recurring_ical_events.of(one).between(start, end))
+        except Exception as err:
+            broken.add(uid)
+            reason = f"cannot expand event {uid[:80]}: {err}".splitlines()[0][:300]
+            skipped.append(Skipped("event", reason))
+    return instances, skipped, broken
+
+
+def _event(
+    comp: Any, calendar_id: str, ctx: ReadContext, shifts: dict[tuple[str, str], timedelta]
+) -> EventRecord:
+    start, all_day = _aware(comp.decoded("DTSTART"), ctx)
+    if "DTEND" in comp:
+        end, _ = _aware(comp.decoded("DTEND"), ctx)
+    elif "DURATION" in comp:
+        end = start + comp.decoded("DURATION")
+    else:
+        end = start + (timedelta(days=1) if all_day else timedelta(0))
+    recurring = "RRULE" in comp or "RDATE" in comp or "RECURRENCE-ID" in comp
+    attendees = comp.get("ATTENDEE", [])
+    if not isinstance(attendees, list):
+        attendees = [attendees]
+    return EventRecord(
+        calendar_id=calendar_id,
+        uid=str(comp.get("UID", "")),
+        recurrence_id=_stamp(_original_start(comp, shifts), ctx) if recurring else "",
+        title=str(comp.get("SUMMARY", "")).strip(),
+        start=start,
+        end=max(end, start),
+        all_day=all_day,
+        status=str(comp.get("STATUS", "CONFIRMED")).lower(),
+        transparency="transparent"
+        if str(comp.get("TRANSP", "")).upper() == "TRANSPARENT"
+        else "opaque",
+        attendee_count=len(attendees),
+    )
+
+
+def records_from_bytes(
+    data: bytes, calendar_id: str, ctx: ReadContext, name: str
+) -> Iterator[EventRecord | ReplaceScope | Skipped]:
+    """The instances of a calendar in ctx's window, then the scope they replace."""
     window_start = (ctx.now - timedelta(days=ctx.past_days)).astimezone(UTC)
     window_end = (ctx.now + timedelta(days=ctx.future_days)).astimezone(UTC)
-    try:
-        instances = recurring_ical_events.of(cal).between(window_start, window_end)
-    except Exception as err:  # the library raises many types for broken rules
-        raise InputError(f"{name}: cannot expand recurring events: {err}") from None
-    for comp in instances:
-        if "DTSTART" not in comp:
-            continue
-        start, all_day = _aware(comp.decoded("DTSTART"), ctx)
-        if "DTEND" in comp:
-            end, _ = _aware(comp.decoded("DTEND"), ctx)
-        elif "DURATION" in comp:
-            end = start + comp.decoded("DURATION")
-        else:
-            end = start + (timedelta(days=1) if all_day else timedelta(0))
-        recurring = "RRULE" in comp or "RDATE" in comp or "RECURRENCE-ID" in comp
-        original = (
-            comp.decoded("RECURRENCE-ID") if "RECURRENCE-ID" in comp else comp.decoded("DTSTART")
-        )
-        attendees = comp.get("ATTENDEE", [])
-        if not isinstance(attendees, list):
-            attendees = [attendees]
-        yield EventRecord(
-            calendar_id=calendar_id,
-            uid=str(comp.get("UID", "")) or f"nouid-{_stamp(comp.decoded('DTSTART'), ctx)}",
-            recurrence_id=_stamp(original, ctx) if recurring else "",
-            title=str(comp.get("SUMMARY", "")).strip(),
-            start=start,
-            end=max(end, start),
-            all_day=all_day,
-            status=str(comp.get("STATUS", "CONFIRMED")).lower(),
-            transparency="transparent"
-            if str(comp.get("TRANSP", "")).upper() == "TRANSPARENT"
-            else "opaque",
-            attendee_count=len(attendees),
-        )
-    yield ReplaceScope(calendar_id, window_start, window_end)
+    out: list[EventRecord | Skipped] = []
+    # icalendar warns about guesses it makes (a vendor-prefixed TZID): not the person's
+    # concern, and not worth a line on every import.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cal = _load(data, name)
+        out.extend(Skipped("event", reason) for reason in _repair(cal))
+        shifts = _future_shifts(cal)
+        instances, skipped, broken = _expand(cal, window_start, window_end, name)
+        out.extend(skipped)
+        for comp in instances:
+            if "DTSTART" not in comp:
+                continue
+            try:
+                out.append(_event(comp, calendar_id, ctx, shifts))
+            except Exception as err:  # a value icalendar cannot decode: this event only
+                reason = f"cannot read event {str(comp.get('UID', ''))[:80]}: {err}"
+                out.append(Skipped("event", reason.splitlines()[0][:300]))
+                broken.add(str(comp.get("UID", "")))
+    yield from out
+    keep = frozenset((uid, None) for uid in broken)
+    yield ReplaceScope(calendar_id, window_start, window_end, keep)
 
 
-def read(path: Path, ctx: ReadContext) -> Iterator[EventRecord | ReplaceScope]:
+def read(path: Path, ctx: ReadContext) -> Iterator[EventRecord | ReplaceScope | Skipped]:
     """Events of one .ics file; the file's absolute path is its calendar id."""
     path = Path(path)
     try:

@@ -93,7 +93,11 @@ def current_store() -> Store:
     from bridge.store import Store
 
     if "store" not in state:
-        state["store"] = Store(current_settings().database_url)
+        from bridge.files import make_private
+
+        settings = current_settings()
+        make_private(settings.data_path)  # an install from an older release: once
+        state["store"] = Store(settings.database_url)
     return state["store"]
 
 
