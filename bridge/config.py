@@ -169,6 +169,7 @@ class WebSettings(_Section):
     enabled: bool = False
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=1, le=65535)
+    max_body_kb: int = Field(64, ge=1, le=1 << 20)
 
 
 class NotifySettings(_Section):

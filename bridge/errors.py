@@ -15,9 +15,38 @@ Vendor exceptions are translated into these once, at the edge of each connector.
 
 from __future__ import annotations
 
+import re
+
+# C0 and C1 control characters (ESC, CSI, BEL, backspace, carriage return...) and the
+# Unicode bidi overrides: text from a file, a feed or an API carrying them could retitle
+# the terminal, clear it, or hide part of a message. Tab and newline become spaces.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_BREAKS = re.compile("[\t\n]")
+
+
+def strip_controls(text: str) -> str:
+    """`text` without control characters; newlines and tabs kept (a traceback's lines)."""
+    return _CONTROL.sub("", text)
+
+
+def printable(text: str) -> str:
+    """`text` without control characters, on one line: safe for a terminal, a log, a column."""
+    if text.isprintable():
+        return text
+    return _CONTROL.sub("", _BREAKS.sub(" ", text))
+
 
 class BridgeError(Exception):
-    """Root of every error the CLI turns into a one-line message."""
+    """Root of every error the CLI turns into a one-line message.
+
+    The message is made printable here, once: errors quote what files and servers sent,
+    and end up on terminals, in logs and in the stored last error of a source.
+    """
+
+    def __init__(self, *args: object) -> None:
+        if args and isinstance(args[0], str):
+            args = (printable(args[0]), *args[1:])
+        super().__init__(*args)
 
 
 class ConfigError(BridgeError):
@@ -34,6 +63,16 @@ class SourceError(BridgeError):
     status = "error"
 
 
+# source (its config section) -> the name `rhythm-bridge auth` takes: one spelling in every
+# message, status and README.
+AUTH_NAMES = {"google_calendar": "google", "whoop": "whoop", "garmin": "garmin"}
+
+
+def auth_command(source: str) -> str:
+    """The command that sets up (or renews) a source's authorization."""
+    return f"rhythm-bridge auth {AUTH_NAMES.get(source, source)}"
+
+
 class AuthExpired(SourceError):
     """The stored credentials no longer work; the person must re-run the auth command."""
 
@@ -41,7 +80,7 @@ class AuthExpired(SourceError):
 
     def __init__(self, source: str, detail: str = "") -> None:
         self.source = source
-        msg = f"{source}: authorization expired or revoked; run `rhythm-bridge auth {source}`"
+        msg = f"{source}: authorization expired or revoked; run `{auth_command(source)}`"
         super().__init__(f"{msg} ({detail})" if detail else msg)
 
 

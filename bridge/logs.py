@@ -14,6 +14,8 @@ import re
 import sys
 from datetime import UTC, datetime
 
+from bridge.errors import printable, strip_controls
+
 MASK = "[redacted]"
 _HANDLER_NAME = "rhythm-bridge"
 _PATTERNS = (
@@ -60,13 +62,19 @@ def redact(text: str) -> str:
 
 
 class RedactingFilter(logging.Filter):
-    """Render the message, mask secrets in it and in any traceback, keep the record."""
+    """Render the message, mask secrets in it and in any traceback, keep the record.
+
+    Control characters go too: a log line quotes titles, file names and server answers,
+    and an ESC sequence in one would act on the terminal of whoever reads the log.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact(record.getMessage())
+        record.msg = printable(redact(record.getMessage()))
         record.args = None
         if record.exc_info:
-            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+            record.exc_text = strip_controls(
+                redact(logging.Formatter().formatException(record.exc_info))
+            )
             record.exc_info = None
         return True
 

@@ -3,8 +3,13 @@
 The XML is read straight out of the zip with pyexpat in 1 MiB chunks, so memory stays
 flat whatever the export's size. Before the parser sees a byte, the internal DTD subset
 is dropped (iOS 16 wrote a malformed one: `<!ATTLIST VisionPrescription` without `>`)
-and XML-illegal control characters (a stray `\\x0b`) are removed. With no DTD, no entity
-can be declared, so entity expansion attacks have nothing to expand.
+and XML-illegal control characters (a stray `\\x0b`) are removed.
+
+The stripping is a convenience, not the defence: a crafted file can hide a DOCTYPE where
+the stripper does not look (after a long comment, after a comment naming the root). The
+parser itself refuses every entity declaration, parsed or unparsed, internal or external,
+wherever it appears, before anything could be expanded (as defusedxml does with the same
+expat handlers); parameter entities are never parsed. A real export declares none.
 """
 
 from __future__ import annotations
@@ -15,10 +20,10 @@ import zipfile
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 from xml.parsers import expat
 
-from bridge.errors import InputError
+from bridge.errors import InputError, printable
 from connectors.archive import check_member, open_zip
 from connectors.base import ReadContext, ReadingRecord, Skipped
 from connectors.hrv import rmssd_ms
@@ -199,11 +204,32 @@ def beat_intervals(beat_times: list[float]) -> list[float]:
     return [b - a if b >= a else b + 86_400 - a for a, b in itertools.pairwise(beat_times)]
 
 
+def _refuse_entities(parser: Any, path: Path) -> None:
+    """Make entity declarations and external references fatal, wherever the DTD is."""
+
+    def refuse(name: str | None, *_: object) -> None:
+        raise InputError(
+            f"{path}: declares the XML entity {printable(str(name))[:80]!r}; refused "
+            "(an Apple Health export declares none: the file was crafted or altered)"
+        )
+
+    def external(context: str | None, base: str | None, system_id: str | None, *_: object) -> int:
+        raise InputError(
+            f"{path}: refers to an external XML entity; refused (nothing is read from "
+            "outside the export)"
+        )
+
+    parser.EntityDeclHandler = refuse
+    parser.UnparsedEntityDeclHandler = refuse
+    parser.ExternalEntityRefHandler = external
+
+
 def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
     """Yield the records the meters need, each once (Correlation children are skipped)."""
     stream, archive = _open(Path(path))
     parser = expat.ParserCreate()
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    _refuse_entities(parser, Path(path))
     out: list[ReadingRecord] = []
     state = _State(out)
     parser.StartElementHandler = state.start
@@ -260,7 +286,7 @@ class _State:
             if not self.correlation:
                 try:
                     rec = _record(attrs)
-                except (ValueError, KeyError) as err:
+                except (ValueError, KeyError, OverflowError) as err:
                     kind = attrs.get("type", "Record").removeprefix(Q).removeprefix(C)
                     self.out.append(Skipped(kind, f"unreadable {_missing_or(err)}"))
                     return
@@ -313,7 +339,10 @@ class _State:
         elif name == "WorkoutActivity":
             self.activity = False
         elif name == "Workout" and self.workout is not None:
-            self.out.extend(_workout(self.workout, self.stats))
+            try:
+                self.out.extend(_workout(self.workout, self.stats))
+            except (ValueError, KeyError, OverflowError) as err:
+                self.out.append(Skipped("Workout", f"unreadable {_missing_or(err)}"))
             self.workout = None
 
 

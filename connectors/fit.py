@@ -16,6 +16,7 @@ The file's CRC is checked: a damaged file is refused as a whole, never half-read
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
@@ -32,6 +33,16 @@ PROVIDES = frozenset(
 )
 
 FIT_EPOCH = datetime(1989, 12, 31, tzinfo=UTC)
+_DECODER_FAILURES = (
+    AssertionError,
+    ValueError,
+    IndexError,
+    KeyError,
+    TypeError,
+    OverflowError,
+    ZeroDivisionError,
+    struct.error,
+)
 HRV_WINDOW = timedelta(minutes=5)
 STEP_ACTIVITIES = {"walking", "running"}  # their `cycles` count strides: 2 steps each
 SLEEP_LEVELS = {"awake": "awake", "light": "core", "deep": "deep", "rem": "rem"}
@@ -219,9 +230,12 @@ def records(fit_file: str | IO[bytes], name: str, ctx: ReadContext) -> list[Read
         out.extend(state.finish())
     except fitdecode.FitError as err:
         raise InputError(f"{name}: not a readable FIT file ({err})") from None
-    except (ValueError, OverflowError, TypeError) as err:
-        # A value no device could mean (a date before 1989, a null where a number belongs).
-        raise InputError(f"{name}: a FIT value cannot be read ({err})") from None
+    except _DECODER_FAILURES as err:
+        # A forged header or field size trips the decoder's own checks (an assert, a
+        # struct size) before any CRC could: still a file we cannot read, not a crash.
+        raise InputError(
+            f"{name}: not a readable FIT file (decoder failed: {type(err).__name__}: {err})"
+        ) from None
     except OSError as err:
         raise InputError(f"{name}: cannot read: {err.strerror or err}") from None
     if not out and not state.origin:

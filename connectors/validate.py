@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta, tzinfo
 
+from bridge.errors import printable
 from connectors.base import EventRecord, ReadingRecord
 
 # metric -> (lowest, highest) plausible value of ONE record.
@@ -55,10 +56,29 @@ MAX_TITLE = 1000
 
 
 def _clip(rec: object, limits: dict[str, int]) -> None:
+    """Clip text fields to their columns, without control characters (see printable)."""
     for name, limit in limits.items():
         value = getattr(rec, name)
+        if not value.isprintable():
+            value = printable(value)
+            setattr(rec, name, value)
         if len(value) > limit:
             setattr(rec, name, value[:limit])
+
+
+def needs_cleaning(rec: ReadingRecord) -> bool:
+    """True when a reading's text holds control characters or is longer than its column."""
+    return (
+        len(rec.origin) > 200
+        or len(rec.device) > 300
+        or len(rec.label) > 64
+        or len(rec.unit) > 32
+        or len(rec.metric) > 48
+        or not rec.origin.isprintable()
+        or not rec.device.isprintable()
+        or not rec.label.isprintable()
+        or not rec.unit.isprintable()
+    )
 
 
 def check_reading(rec: ReadingRecord, now: datetime) -> str | None:
@@ -67,13 +87,7 @@ def check_reading(rec: ReadingRecord, now: datetime) -> str | None:
     Runs once per record of multi-GB exports, so the common case is a handful of
     comparisons and no calls.
     """
-    if (
-        len(rec.origin) > 200
-        or len(rec.device) > 300
-        or len(rec.label) > 64
-        or len(rec.unit) > 32
-        or len(rec.metric) > 48
-    ):
+    if needs_cleaning(rec):
         _clip(rec, READING_TEXT)
     start, end = rec.start, rec.end
     tz = start.tzinfo

@@ -27,12 +27,10 @@ from bridge.auth.oauth import (
 )
 from bridge.auth.secrets import Secrets, quiet_secret_loggers
 from bridge.config import Settings
-from bridge.errors import AuthExpired, BridgeError, ConfigError
+from bridge.errors import AUTH_NAMES, AuthExpired, BridgeError, ConfigError
 
 quiet_secret_loggers()
 
-# config section name -> the names `rhythm-bridge auth` accepts for it
-AUTH_NAMES = {"google_calendar": "google", "whoop": "whoop", "garmin": "garmin"}
 GOOGLE_TESTING_WARNING = (
     "Note: if your OAuth consent screen is in 'Testing', Google expires the refresh token "
     "after 7 days and you would have to run this again every week. In the Google Cloud "

@@ -188,7 +188,16 @@ class ReadingWriter:
         out_of_range = value is not None and (
             value != value or (bounds is not None and not bounds[0] <= value <= bounds[1])
         )
-        if out_of_range or len(rec.origin) > 200 or len(rec.device) > 300:
+        origin, device = rec.origin, rec.device
+        if (
+            out_of_range
+            or len(origin) > 200
+            or len(device) > 300
+            or not origin.isprintable()
+            or not device.isprintable()
+            or not rec.label.isprintable()
+            or not rec.unit.isprintable()
+        ):
             reason = check_reading(rec, wall_clock)
             if reason is not None:
                 return reason
@@ -303,7 +312,11 @@ def write_records(
 
     for rec in records:
         if type(rec) is ReadingRecord:
-            reason = add(rec, wall_clock)
+            try:
+                reason = add(rec, wall_clock)
+            except OverflowError:
+                # Year 1 at +01:00 or year 9999 at -05:00 has no UTC instant.
+                reason = "date out of range"
             if reason is not None:
                 note_skip(rec.metric, reason)
                 continue
@@ -315,7 +328,10 @@ def write_records(
             note_skip(rec.kind, rec.reason, "unreadable")
             continue
         elif isinstance(rec, EventRecord):
-            reason = check_event(rec, wall_clock)
+            try:
+                reason = check_event(rec, wall_clock)
+            except OverflowError:
+                reason = "date out of range"
             if reason is not None:
                 note_skip("event", reason)
                 continue

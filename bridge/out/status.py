@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from bridge.config import Settings
+from bridge.errors import auth_command
 from bridge.intake.sources import SCHEDULED, get_state, next_due
 from bridge.out.snapshot import iso
 from bridge.store import Store
@@ -109,7 +110,7 @@ def collect_status(settings: Settings, store: Store, now: datetime | None = None
                 "last_error_at": iso(state.last_error_at) if state else None,
                 "records": readings.get(name, 0) + events.get(name, 0),
                 "next_run": iso(due) if due else ("next cycle" if cfg.enabled else None),
-                "action_needed": f"rhythm-bridge auth {name}"
+                "action_needed": auth_command(name)
                 if state and state.status == "reauth_required"
                 else None,
             }

@@ -33,6 +33,7 @@ from bridge.learning.feedback import UnknownRecommendation, record_feedback
 from bridge.store import Store
 from bridge.web import access, views
 from bridge.web.charts import sparkline
+from bridge.web.limits import BodyLimit
 
 HERE = Path(__file__).parent
 PUBLIC_PREFIXES = ("/static/", "/login", "/healthz")
@@ -394,7 +395,10 @@ def create_app(
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(Guard, state=state)],
+        middleware=[
+            Middleware(Guard, state=state),
+            Middleware(BodyLimit, max_bytes=settings.web.max_body_kb * 1024),
+        ],
         exception_handlers={HTTPException: _on_http, BridgeError: _on_bridge},
     )
     app.state.web = state

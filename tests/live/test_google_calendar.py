@@ -349,7 +349,7 @@ def test_expired_refresh_token_is_reauth_with_the_testing_hint(
     )
     outcome = run_source(gstore, live_settings, "google_calendar", ctx)
     assert outcome.status == "reauth_required"
-    assert "rhythm-bridge auth google_calendar" in (outcome.error or "")
+    assert "`rhythm-bridge auth google`" in (outcome.error or "")  # one spelling everywhere
     assert "Testing" in (outcome.error or "")
     assert mock.request_sequence[0][0] == "https://oauth2.googleapis.com/token"
     state = get_state(gstore, "google_calendar")
