@@ -151,6 +151,12 @@ class RunnerSettings(_Section):
     adapter_refit_days: int = Field(7, ge=0, le=365)
 
 
+class WindowSettings(_Section):
+    min_minutes: dict[str, int] = {}
+    max_minutes: int = Field(90, ge=10, le=720)
+    look_ahead_slots: int = Field(8, ge=1, le=28)
+
+
 class ClassifierSettings(_Section):
     rules_file: str = ""
     model_file: str = ""
@@ -195,6 +201,7 @@ class Settings(_Section):
     secrets: SecretsSettings = SecretsSettings()
     http: HttpSettings = HttpSettings()
     runner: RunnerSettings = RunnerSettings()
+    windows: WindowSettings = WindowSettings()
     classifier: ClassifierSettings = ClassifierSettings()
     meters: MeterSettings = MeterSettings()
     web: WebSettings = WebSettings()

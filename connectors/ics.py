@@ -212,6 +212,10 @@ def _event(
         transparency="transparent"
         if str(comp.get("TRANSP", "")).upper() == "TRANSPARENT"
         else "opaque",
+        # Outlook and Exchange mark a day off this way; Google's own field is eventType.
+        event_type="outOfOffice"
+        if str(comp.get("X-MICROSOFT-CDO-BUSYSTATUS", "")).upper() == "OOF"
+        else "default",
         attendee_count=len(attendees),
     )
 

@@ -48,7 +48,8 @@ def test_ntfy_gets_accept_and_ignore_buttons_calling_back_with_the_token(demo, m
     assert request.headers["authorization"] == "Bearer tk_ntfy"
     body = json.loads(request.content)
     assert body["topic"] == "rb-7f3a"
-    assert body["title"] == "Next (morning): deep work"
+    # The window: from now (08:40) to the next busy event of the demo calendar (09:30).
+    assert body["title"] == "Next (morning 08:40-09:30): deep work"
     assert body["message"] == rec.rationale
     assert body["click"] == "http://192.168.1.20:8765/"
     accept, ignore, view = body["actions"]

@@ -110,6 +110,7 @@ def test_accept_through_the_api_is_recorded_once(demo, memory_keyring):
         "channel": "web",
         "created": False,
         "answered_at": None,
+        "next": None,
     }
     assert shown["response"] == "accepted" and shown["channel"] == "web"
     rows = feedback_rows(store)

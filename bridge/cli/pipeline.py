@@ -16,6 +16,15 @@ from bridge.cli.core import JsonOpt, app, current_settings, current_store, fmt, 
 from bridge.errors import BridgeError
 
 
+def window_text(doc: dict[str, Any]) -> str:
+    """' 09:00-09:45' (wall time of the window's offset), plus why, when there is a why."""
+    w, why = doc.get("window"), doc.get("window_reason")
+    if not w:
+        return f" (no free window: {why})"
+    start, end = datetime.fromisoformat(w["start"]), datetime.fromisoformat(w["end"])
+    return f" {start:%H:%M}-{end:%H:%M}" + (f" ({why})" if why else "")
+
+
 @app.command()
 def init(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing config.")] = False,
@@ -76,8 +85,8 @@ def _print_state(doc: dict[str, Any]) -> None:
     rec = doc.get("recommendation")
     if rec:
         typer.echo(
-            f"\nrecommendation #{rec['id']} for {rec['date']} {rec['slot_name']}: "
-            f"{rec['action']}\n  {rec['rationale']} [{rec['runner']}]"
+            f"\nrecommendation #{rec['id']} for {rec['date']} {rec['slot_name']}"
+            f"{window_text(rec)}: {rec['action']}\n  {rec['rationale']} [{rec['runner']}]"
         )
 
 
@@ -333,13 +342,15 @@ def recommend(
     from bridge.cycle.recommend import recommend as make
     from bridge.out.snapshot import recommendation_document
 
-    rec = make(current_store(), current_settings(), datetime.now(UTC))
-    doc = recommendation_document(rec, None)
+    settings = current_settings()
+    rec = make(current_store(), settings, datetime.now(UTC))
+    doc = recommendation_document(rec, None, settings.tz)
     if as_json:
         print_json(doc)
     else:
         typer.echo(
-            f"#{doc['id']} {doc['date']} {doc['slot_name']}: {doc['action']} — {doc['rationale']}"
+            f"#{doc['id']} {doc['date']} {doc['slot_name']}{window_text(doc)}: "
+            f"{doc['action']} — {doc['rationale']}"
         )
 
 
@@ -348,14 +359,27 @@ def feedback(
     recommendation_id: Annotated[int, typer.Argument(help="The recommendation's id.")],
     response: Annotated[str, typer.Argument(help="accept, ignore or reschedule")],
 ) -> None:
-    """Answer a recommendation: accept, ignore or reschedule."""
-    from bridge.learning.feedback import record_feedback
+    """Answer a recommendation: accept, ignore or reschedule (proposes the next free window)."""
+    from bridge.cycle.answer import answer
+    from bridge.out.snapshot import recommendation_document
 
-    fb, created = record_feedback(current_store(), recommendation_id, response)
+    settings = current_settings()
+    fb, created, proposal = answer(
+        current_store(), settings, recommendation_id, response, datetime.now(UTC)
+    )
     typer.echo(
         f"recommendation #{recommendation_id}: {fb.response}"
         + ("" if created else " (already answered; unchanged)")
     )
+    if fb.response == "rescheduled":
+        if proposal is None:
+            typer.echo("no free window for it today or tomorrow")
+        else:
+            doc = recommendation_document(proposal, None, settings.tz)
+            typer.echo(
+                f"next free window: #{doc['id']} {doc['date']} {doc['slot_name']}"
+                f"{window_text(doc)}: {doc['action']}"
+            )
 
 
 @app.command()

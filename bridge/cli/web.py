@@ -41,3 +41,35 @@ def web_token(
     from bridge.auth.access import ensure_access_token
 
     typer.echo(ensure_access_token(current_settings(), rotate=rotate))
+
+
+@app.command("calendar-feed")
+def calendar_feed(
+    rotate: Annotated[
+        bool,
+        typer.Option("--rotate", help="Replace the token; the old link stops working."),
+    ] = False,
+    revoke: Annotated[
+        bool,
+        typer.Option("--revoke", help="Delete the token; the feed answers 404 until remade."),
+    ] = False,
+) -> None:
+    """Print the link of the .ics feed of accepted and rescheduled suggestions.
+
+    Subscribe to it from Google, Apple or Outlook calendar (by URL). It is served by the
+    web server (`serve`, or `run` with [web] enabled); the calendar app must reach it, so
+    use [notify] callback_url's address (e.g. through a reverse proxy).
+    """
+    from bridge.auth.feed import ensure_feed_token, revoke_feed_token
+
+    settings = current_settings()
+    if revoke:
+        revoke_feed_token(settings)
+        typer.echo("calendar feed token deleted; the old link now answers 404")
+        return
+    token = ensure_feed_token(settings, rotate=rotate)
+    base = settings.notify.callback_url.rstrip("/")
+    if not base:
+        host = settings.web.host
+        base = f"http://{f'[{host}]' if ':' in host else host}:{settings.web.port}"
+    typer.echo(f"{base}/calendar/{token}.ics")

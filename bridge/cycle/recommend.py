@@ -4,28 +4,143 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
 
 from bridge.clock import target_slot
 from bridge.config import Settings
-from bridge.errors import BridgeError
+from bridge.errors import BridgeError, ConfigError
 from bridge.learning.history import interaction_history
 from bridge.store import Store, upsert
 from bridge.store.db import dumps, utcnow
 from bridge.store.models import CalendarEvent, MeterSnapshot, Recommendation
 from mappings.actions import ACTIONS, METERS
+from mappings.free_windows import (
+    DEFAULT_MIN_MINUTES,
+    Interval,
+    busy_blocks,
+    fitting_actions,
+    free_windows,
+    longest_free_minutes,
+    window_for,
+)
 from mappings.slots import SlotKey, slot_bounds
 
 log = logging.getLogger("rhythm_bridge.cycle")
 
 
+EVENT_FIELDS = (
+    "start_utc",
+    "end_utc",
+    "status",
+    "transparency",
+    "all_day",
+    "event_type",
+    "self_response",
+)
+START_STEP = 5  # a window that starts "now" starts at the next whole 5 minutes
+
+
+def min_minutes(settings: Settings) -> dict[str, int]:
+    """Each action's shortest window: the defaults with the config laid over them."""
+    extra = settings.windows.min_minutes
+    unknown = sorted(set(extra) - set(ACTIONS))
+    if unknown:
+        raise ConfigError(
+            f"config key 'windows.min_minutes': unknown action {unknown[0]!r}; "
+            f"use one of {', '.join(ACTIONS)}"
+        )
+    if any(not 0 < int(v) <= 24 * 60 for v in extra.values()):
+        raise ConfigError("config key 'windows.min_minutes': minutes must be 1..1440")
+    return {**DEFAULT_MIN_MINUTES, **{k: int(v) for k, v in extra.items()}}
+
+
+def busy_between(store: Store, lo: datetime, hi: datetime) -> list[Interval]:
+    """The merged busy blocks of the stored events overlapping [lo, hi)."""
+    cols = [getattr(CalendarEvent, f) for f in EVENT_FIELDS]
+    with store.session() as session:
+        rows = session.execute(
+            select(*cols).where(
+                CalendarEvent.start_utc < hi,
+                CalendarEvent.end_utc > lo,
+                CalendarEvent.status != "cancelled",
+            )
+        ).all()
+    return busy_blocks(dict(zip(EVENT_FIELDS, row, strict=True)) for row in rows)
+
+
+def _round_up(t: datetime) -> datetime:
+    t = t.astimezone(UTC)
+    extra = timedelta(minutes=t.minute % START_STEP, seconds=t.second, microseconds=t.microsecond)
+    return t if not extra else t - extra + timedelta(minutes=START_STEP)
+
+
+def slot_free(
+    settings: Settings, key: SlotKey, busy: list[Interval], not_before: datetime
+) -> list[Interval]:
+    """The free windows of a slot that are still ahead of `not_before`."""
+    lo, hi = slot_bounds(key, settings.tz, settings.boundaries)
+    lo = max(lo, _round_up(not_before))
+    return free_windows(lo, hi, busy) if lo < hi else []
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where the recommendation goes: its slot, that slot's free windows, and why there."""
+
+    key: SlotKey
+    free: list[Interval]
+    available: list[str]
+    reason: str | None  # set when the plan is not the coming slot, or has no window
+
+
+def plan_slot(
+    store: Store, settings: Settings, key: SlotKey, now: datetime, *, action: str | None = None
+) -> Plan:
+    """The coming slot if some action (or `action`) fits in it, else the next slot that has room.
+
+    With no room in the whole look-ahead, the coming slot with no window and the reason.
+    """
+    need = min_minutes(settings)
+    ahead = [key]
+    for _ in range(settings.windows.look_ahead_slots - 1):
+        ahead.append(ahead[-1].next())
+    lo, _ = slot_bounds(key, settings.tz, settings.boundaries)
+    _, hi = slot_bounds(ahead[-1], settings.tz, settings.boundaries)
+    busy = busy_between(store, min(lo, now), hi)
+    shortest = need[action] if action else min(need.values())
+    for k in ahead:
+        free = slot_free(settings, k, busy, now)
+        fits = fitting_actions(free, need)
+        if action is not None:
+            fits = [a for a in fits if a == action]
+        if fits:
+            reason = None
+            if k != key:
+                reason = (
+                    f"no free {shortest} min in the {key.name} of {key.local_date.isoformat()}; "
+                    f"made for the {k.name} of {k.local_date.isoformat()}"
+                )
+            return Plan(k, free, fits, reason)
+    hours = settings.windows.look_ahead_slots * 6
+    what = f"{action} ({shortest} min)" if action else f"{shortest} min"
+    return Plan(
+        key,
+        [],
+        [],
+        f"the calendar has no free window for {what} in the next "
+        f"{settings.windows.look_ahead_slots} slots (about {hours} h)",
+    )
+
+
 def observation_for(
-    store: Store, settings: Settings, key: SlotKey, now: datetime
+    store: Store, settings: Settings, key: SlotKey, now: datetime, plan: Plan | None = None
 ) -> dict[str, Any]:
-    """The runner's view of a slot: the latest meters at or before it, plus the active event."""
+    """The runner's view of a slot: the latest meters at or before it, the action already
+    scheduled in it, and (with a plan) its longest free window and the actions that fit."""
     with store.session() as session:
         snap = session.execute(
             select(MeterSnapshot)
@@ -58,6 +173,9 @@ def observation_for(
     }
     for m in METERS:
         obs[m] = getattr(snap, m) if snap else None
+    if plan is not None and plan.available:
+        obs["free_minutes"] = round(longest_free_minutes(plan.free))
+        obs["available_actions"] = list(plan.available)
     return obs
 
 
@@ -82,20 +200,38 @@ def configured_runner(settings: Settings, name: str | None = None) -> Any:
 def recommend(
     store: Store, settings: Settings, now: datetime, *, runner_name: str | None = None
 ) -> Recommendation:
-    """The recommendation for the coming slot; made once per slot and then kept."""
+    """The recommendation for the coming slot; made once per slot and then kept.
+
+    It is for a free window of the calendar: when the coming slot has none long enough for
+    any action, it is made for the next slot that has one (and says so).
+    """
     key = target_slot(settings, now)
-    with store.session() as session:
-        existing = session.execute(
-            select(Recommendation).where(
-                Recommendation.local_date == key.local_date, Recommendation.slot == key.slot
-            )
-        ).scalar_one_or_none()
+    existing = _existing(store, key)
     if existing is not None:
         return existing
-    obs = observation_for(store, settings, key, now)
+    plan = plan_slot(store, settings, key, now)
+    if plan.key != key:
+        existing = _existing(store, plan.key)
+        if existing is not None:
+            return existing
+    key = plan.key
+    obs = observation_for(store, settings, key, now, plan)
     runner = configured_runner(settings, runner_name)
     history = interaction_history(store, key, after=getattr(runner, "history_since", None))
     rec = runner.recommend(obs, history)
+    fallback_reason = rec.fallback_reason
+    if plan.available and rec.action not in plan.available:
+        # A runner that ignores the calendar must not put an action where it cannot happen.
+        from bridge.runner.heuristic import HeuristicRunner
+
+        wrong = rec.action
+        rec = HeuristicRunner().recommend(obs, history)
+        fallback_reason = f"{runner_name or settings.runner.name} chose {wrong}, no window for it"
+    window = (
+        window_for(rec.action, plan.free, min_minutes(settings), settings.windows.max_minutes)
+        if plan.available
+        else None
+    )
     row = {
         "local_date": key.local_date,
         "slot": key.slot,
@@ -106,7 +242,10 @@ def recommend(
         "runner": rec.runner,
         "runner_version": rec.runner_version,
         "observation": dumps(obs),
-        "fallback_reason": rec.fallback_reason,
+        "fallback_reason": fallback_reason,
+        "window_start": window[0] if window else None,
+        "window_end": window[1] if window else None,
+        "window_reason": plan.reason,
         "created_at": utcnow(),
     }
     with store.transaction() as session:
@@ -116,3 +255,94 @@ def recommend(
                 Recommendation.local_date == key.local_date, Recommendation.slot == key.slot
             )
         ).scalar_one()
+
+
+def _existing(store: Store, key: SlotKey) -> Recommendation | None:
+    with store.session() as session:
+        return session.execute(
+            select(Recommendation).where(
+                Recommendation.local_date == key.local_date, Recommendation.slot == key.slot
+            )
+        ).scalar_one_or_none()
+
+
+RESCHEDULE_DAYS = 2  # "today or tomorrow"
+
+
+def reschedule(
+    store: Store, settings: Settings, rec_id: int, now: datetime
+) -> Recommendation | None:
+    """The next free window for the same action, as a new recommendation; None if none.
+
+    Looked for in the slots after the rescheduled one, through the end of tomorrow, that
+    have no recommendation yet. Made once: asking again returns the same proposal.
+    """
+    with store.session() as session:
+        rec = session.get(Recommendation, rec_id)
+        if rec is None:
+            return None
+        done = session.execute(
+            select(Recommendation).where(Recommendation.rescheduled_from == rec_id)
+        ).scalar_one_or_none()
+        if done is not None:
+            return done
+        taken = {
+            (r.local_date, r.slot)
+            for r in session.execute(
+                select(Recommendation).where(Recommendation.local_date >= rec.local_date)
+            ).scalars()
+        }
+    need = min_minutes(settings)[rec.action]
+    first = SlotKey(rec.local_date, rec.slot).next()
+    last_day = max(rec.local_date, target_slot(settings, now).local_date) + timedelta(
+        days=RESCHEDULE_DAYS - 1
+    )
+    keys: list[SlotKey] = []
+    key = first
+    while key.local_date <= last_day:
+        keys.append(key)
+        key = key.next()
+    if not keys:
+        return None
+    lo, _ = slot_bounds(keys[0], settings.tz, settings.boundaries)
+    _, hi = slot_bounds(keys[-1], settings.tz, settings.boundaries)
+    busy = busy_between(store, min(lo, now), hi)
+    for key in keys:
+        if (key.local_date, key.slot) in taken:
+            continue
+        free = slot_free(settings, key, busy, now)
+        window = window_for(rec.action, free, {rec.action: need}, settings.windows.max_minutes)
+        if window is None:
+            continue
+        obs = json.loads(rec.observation or "{}")
+        obs.update({"slot": key.slot, "day": key.day, "timestep": key.timestep})
+        obs["free_minutes"] = round(longest_free_minutes(free))
+        obs["available_actions"] = [rec.action]
+        row = {
+            "local_date": key.local_date,
+            "slot": key.slot,
+            "timestep": key.timestep,
+            "action": rec.action,
+            "belief": rec.belief,
+            "rationale": (
+                f"rescheduled from the {SlotKey(rec.local_date, rec.slot).name} of "
+                f"{rec.local_date.isoformat()}: the next free window for {rec.action}"
+            ),
+            "runner": rec.runner,
+            "runner_version": rec.runner_version,
+            "observation": dumps(obs),
+            "fallback_reason": None,
+            "window_start": window[0],
+            "window_end": window[1],
+            "window_reason": None,
+            "rescheduled_from": rec_id,
+            "created_at": utcnow(),
+        }
+        with store.transaction() as session:
+            upsert(session, Recommendation, [row], keys=("local_date", "slot"))
+            return session.execute(
+                select(Recommendation).where(
+                    Recommendation.local_date == key.local_date, Recommendation.slot == key.slot
+                )
+            ).scalar_one()
+    return None

@@ -74,7 +74,22 @@ def _callback_token(settings: Settings) -> str | None:
 
 
 def _title(doc: dict[str, Any]) -> str:
-    return f"Next ({doc['slot_name']}): {doc['action'].replace('_', ' ').lower()}"
+    what = doc["action"].replace("_", " ").lower()
+    return f"Next ({doc['slot_name']}{window_words(doc)}): {what}"
+
+
+def window_words(doc: dict[str, Any]) -> str:
+    """' 09:00-09:45' in the window's own (the person's) offset, or '' without a window."""
+    w = doc.get("window")
+    if not w:
+        return ""
+    start, end = datetime.fromisoformat(w["start"]), datetime.fromisoformat(w["end"])
+    return f" {start:%H:%M}-{end:%H:%M}"
+
+
+def _message(doc: dict[str, Any]) -> str:
+    text = doc["rationale"] or doc["action"]
+    return f"{text}\n({doc['window_reason']})" if doc.get("window_reason") else text
 
 
 def ntfy_message(settings: Settings, doc: dict[str, Any], access_token: str | None) -> dict:
@@ -83,7 +98,7 @@ def ntfy_message(settings: Settings, doc: dict[str, Any], access_token: str | No
     msg: dict[str, Any] = {
         "topic": cfg.ntfy_topic,
         "title": _title(doc),
-        "message": doc["rationale"] or doc["action"],
+        "message": _message(doc),
         "tags": ["rhythm-bridge"],
     }
     base = cfg.callback_url.rstrip("/")
@@ -216,7 +231,7 @@ def notify_recommendation(
         ).first()
     if answered or now >= end:
         return {}
-    doc = recommendation_document(rec, None)
+    doc = recommendation_document(rec, None, settings.tz)
     results: dict[str, str] = {}
     own = client is None
     client = client or httpx.Client(timeout=settings.notify.timeout_seconds)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,9 @@ from bridge.store.models import CalendarEvent, Feedback, MeterSnapshot, Recommen
 from mappings.actions import METERS
 from mappings.slots import SLOT_NAMES, SlotKey, day_bounds
 
-SCHEMA_ID = "rhythm-bridge/snapshot@1"
+# 1.1 added the recommendation's "window" and "window_reason" (additive: a reader of 1
+# keeps working when it ignores unknown fields).
+SCHEMA_ID = "rhythm-bridge/snapshot@1.1"
 
 
 def iso(value: datetime | None) -> str | None:
@@ -49,7 +51,27 @@ def slot_document(snap: MeterSnapshot) -> dict[str, Any]:
     return doc
 
 
-def recommendation_document(rec: Recommendation, fb: Feedback | None) -> dict[str, Any]:
+def local_iso(value: datetime, tz: tzinfo | None) -> str:
+    """ISO 8601 with the person's UTC offset, so a reader sees wall time and the instant."""
+    return value.astimezone(tz or UTC).isoformat()
+
+
+def window_document(rec: Recommendation, tz: tzinfo | None) -> dict[str, str] | None:
+    if rec.window_start is None or rec.window_end is None:
+        return None
+    return {"start": local_iso(rec.window_start, tz), "end": local_iso(rec.window_end, tz)}
+
+
+LEGACY_WINDOW_REASON = "made before recommendations had calendar windows"
+
+
+def recommendation_document(
+    rec: Recommendation, fb: Feedback | None, tz: tzinfo | None = None
+) -> dict[str, Any]:
+    window = window_document(rec, tz)
+    reason = rec.window_reason
+    if window is None and reason is None:
+        reason = LEGACY_WINDOW_REASON
     return {
         "id": rec.id,
         "date": rec.local_date.isoformat(),
@@ -64,7 +86,26 @@ def recommendation_document(rec: Recommendation, fb: Feedback | None) -> dict[st
         "fallback_reason": rec.fallback_reason,
         "created_at": iso(rec.created_at),
         "response": fb.response if fb else None,
+        "window": window,
+        "window_reason": reason,
     }
+
+
+def upcoming_recommendation(
+    session: Any, key: SlotKey
+) -> tuple[Recommendation, Feedback | None] | None:
+    """The recommendation for `key`, else the first one after it (a busy slot's moved on)."""
+    row = session.execute(
+        select(Recommendation, Feedback)
+        .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
+        .where(
+            (Recommendation.local_date > key.local_date)
+            | ((Recommendation.local_date == key.local_date) & (Recommendation.slot >= key.slot))
+        )
+        .order_by(Recommendation.local_date, Recommendation.slot)
+        .limit(1)
+    ).first()
+    return (row[0], row[1]) if row else None
 
 
 def events_of_day(
@@ -153,13 +194,7 @@ def build_snapshot(
     slots = slot_documents(store, since, cur)
     target = target_slot(settings, now)
     with store.session() as session:
-        found = session.execute(
-            select(Recommendation, Feedback)
-            .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
-            .where(
-                Recommendation.local_date == target.local_date, Recommendation.slot == target.slot
-            )
-        ).first()
+        found = upcoming_recommendation(session, target)
     current = next(
         (
             s
@@ -174,7 +209,7 @@ def build_snapshot(
         "timezone": str(settings.tz),
         "current": current,
         "slots": slots,
-        "recommendation": recommendation_document(*found) if found else None,
+        "recommendation": recommendation_document(*found, settings.tz) if found else None,
         "events_today": events_of_day(store, settings, cur.local_date),
         "sources": source_documents(store),
     }

@@ -1,12 +1,15 @@
 """The runner contract: observation + history -> recommendation.
 
     observation = {"timestep", "day", "slot", "vitality", "cognition", "progress",
-                   "serenity", "connection", "active_event"?, "remaining_steps"?}
+                   "serenity", "connection", "active_event"?, "remaining_steps"?,
+                   "free_minutes"?, "available_actions"?}
     history     = [{"day", "slot", "meters": {...}, "action",
                     "response": "accepted"|"ignored"|"rescheduled"|"expired",
                     "meter_deltas": {...}}]
 
-Meters may be None (no evidence); a runner must cope.
+Meters may be None (no evidence); a runner must cope. `free_minutes` is the longest free
+calendar window in the slot; `available_actions` the actions a window is long enough for:
+a runner recommends only those (the cycle replaces any other answer).
 """
 
 from __future__ import annotations
@@ -35,6 +38,14 @@ class Recommendation:
         out = asdict(self)
         out.pop("extra")
         return out
+
+
+def available_actions(observation: dict[str, Any]) -> list[str]:
+    """The actions the calendar leaves room for, in ACTIONS order (all when unsaid)."""
+    allowed = observation.get("available_actions")
+    if allowed is None:
+        return list(ACTIONS)
+    return [a for a in ACTIONS if a in allowed]
 
 
 class Runner(Protocol):

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from bridge.runner.base import Recommendation
+from bridge.runner.base import Recommendation, available_actions
 from bridge.runner.features import (
     RESPONSE_VALUE,
     context,
@@ -189,6 +189,9 @@ class BundledRunner:
         shortfall = (np.maximum(0.0, SAFE - (meters + mean_delta)) * known).sum(1)
         weight = self.probe * max(0.0, 1.0 - len(history) / self.probe_horizon)
         score = expected + weight * gain - self.guard * shortfall
+        allowed = set(available_actions(observation))
+        if allowed:  # what the calendar has no window for is never recommended
+            score = np.where([x in allowed for x in ACTIONS], score, -np.inf)
         a = int(np.argmax(score))
         rationale = _rationale(history, belief, ACTIONS[a], float(expected[a]), weight * gain[a])
         return Recommendation(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.runner.base import Recommendation
+from bridge.runner.base import Recommendation, available_actions
 from mappings.actions import METERS
 
 # Which action restores a meter, by slot (morning, afternoon, evening, night).
@@ -29,10 +29,12 @@ class HeuristicRunner:
         self, observation: dict[str, Any], history: list[dict[str, Any]]
     ) -> Recommendation:
         slot = int(observation.get("slot", 0)) % 4
+        allowed = available_actions(observation) or list(DEFAULT_BY_SLOT)
         known = {m: float(observation[m]) for m in METERS if observation.get(m) is not None}
         if not known:
+            default = DEFAULT_BY_SLOT[slot]
             return Recommendation(
-                DEFAULT_BY_SLOT[slot],
+                default if default in allowed else allowed[0],
                 None,
                 "no meter has evidence yet; following the time of day",
                 self.name,
@@ -43,10 +45,17 @@ class HeuristicRunner:
         action = RESTORE[lowest][slot]
         if lowest == "vitality" and value < CRASH_GUARD and action == "EXERCISE":
             action = "ME_TIME"  # exercise on an empty tank drains before it restores
+        note = ""
+        if action not in allowed:
+            # The calendar has no room for it: restore the next-lowest meter that fits.
+            note = f"; no window for {action}"
+            order = sorted(known, key=lambda m: (known[m], METERS.index(m)))
+            fits = [RESTORE[m][slot] for m in order if RESTORE[m][slot] in allowed]
+            action = fits[0] if fits else allowed[0]
         return Recommendation(
             action,
             None,
-            f"{lowest} is lowest ({value:.2f}); {action} restores it",
+            f"{lowest} is lowest ({value:.2f}); {action} restores it{note}",
             self.name,
             self.version,
         )

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from bridge.runner.base import Recommendation
+from bridge.runner.base import Recommendation, available_actions
 from bridge.runner.prompt import SYSTEM, build_prompt, parse_answer
 
 log = logging.getLogger("rhythm_bridge.runner.openai")
@@ -92,6 +92,8 @@ class OpenAIRunner:
         if parsed is None:
             return self._fall_back(observation, history, "no valid 'S M W ACTION' line in answer")
         belief, action, reason = parsed
+        if action not in available_actions(observation):
+            return self._fall_back(observation, history, f"{action} does not fit the calendar")
         return Recommendation(
             action,
             [round(b, 3) for b in belief],

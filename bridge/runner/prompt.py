@@ -53,6 +53,11 @@ def build_prompt(observation: dict[str, Any], history: list[dict[str, Any]]) -> 
     state = f"Current state: {day} {slot}, {_meters(observation)}"
     if observation.get("active_event"):
         state += f"; the calendar has {observation['active_event']} now"
+    if observation.get("available_actions") is not None:
+        state += (
+            f"; longest free window {observation.get('free_minutes', 0):.0f} min, "
+            f"room only for: {', '.join(observation['available_actions'])}"
+        )
     lines += ["", state, "Recommend an action:"]
     return "\n".join(lines)
 

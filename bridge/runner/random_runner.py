@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from bridge.runner.base import Recommendation
+from bridge.runner.base import Recommendation, available_actions
 from mappings.actions import ACTIONS
 
 
@@ -20,5 +20,9 @@ class RandomRunner:
         self, observation: dict[str, Any], history: list[dict[str, Any]]
     ) -> Recommendation:
         return Recommendation(
-            self._rng.choice(ACTIONS), None, "random choice", self.name, self.version
+            self._rng.choice(available_actions(observation) or ACTIONS),
+            None,
+            "random choice",
+            self.name,
+            self.version,
         )

@@ -158,6 +158,13 @@ class Recommendation(SQLModel, table=True):
     runner_version: str = Field(default="", max_length=32)
     observation: str = Field(default="{}", sa_column=Column(Text, nullable=False, default="{}"))
     fallback_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # The free calendar window the action is proposed for (null: none, see window_reason;
+    # also for recommendations made before windows existed).
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    window_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # Set on the proposal a Reschedule made: the id of the recommendation it replaces.
+    rescheduled_from: int | None = None
     created_at: datetime
 
 

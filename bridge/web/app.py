@@ -27,9 +27,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bridge.auth.access import ensure_access_token, get_access_token
 from bridge.config import Settings
+from bridge.cycle.answer import answer
 from bridge.errors import BridgeError, InputError
 from bridge.learning.corrections import LABELS, UnknownEvent, correct_event_label
-from bridge.learning.feedback import UnknownRecommendation, record_feedback
+from bridge.learning.feedback import UnknownRecommendation
+from bridge.out.snapshot import recommendation_document
 from bridge.store import Store
 from bridge.web import access, views
 from bridge.web.charts import sparkline
@@ -37,6 +39,9 @@ from bridge.web.limits import BodyLimit
 
 HERE = Path(__file__).parent
 PUBLIC_PREFIXES = ("/static/", "/login", "/healthz")
+# The calendar feed carries its own token in its URL (a calendar app cannot sign in) and
+# is fetched under whatever name a proxy gives this server.
+FEED_PREFIX = "/calendar/"
 WEB_CHANNELS = ("web", "ntfy")
 SECURITY_HEADERS = {
     # Everything the page needs comes from this server; nothing may frame it.
@@ -116,7 +121,9 @@ class Guard:
         request = Request(scope)
         path = request.url.path
         refusal: Response | None = None
-        if not _host_ok(self.state, request):
+        if path.startswith(FEED_PREFIX):
+            pass  # checked by calendar_feed against the feed token
+        elif not _host_ok(self.state, request):
             refusal = Response("unknown host name", status_code=400, media_type="text/plain")
         elif not path.startswith(PUBLIC_PREFIXES) and not self.state.authenticated(request):
             if path.startswith("/api/"):
@@ -178,10 +185,11 @@ def page(request: Request) -> Response:
             "belief": views.belief_rows(rec["belief"]) if rec else None,
             "events": views.events_today(st.store, st.settings, now),
             "labels": LABELS,
-            "history": views.interaction_history(st.store),
+            "history": views.interaction_history(st.store, tz=st.settings.tz),
             "status": views.status(st.store, st.settings),
             "csrf": st.csrf,
             "notice": request.query_params.get("done"),
+            "proposal": views.proposal(st.store, st.settings, request.query_params.get("next")),
             "require_token": st.require_token,
         },
     )
@@ -192,9 +200,11 @@ async def feedback_form(request: Request) -> Response:
     form = await request.form()
     st.check_write(request, _field(form, "csrf_token"))
     rec_id = _int(_field(form, "recommendation_id"), "recommendation_id")
-    fb, created = record_feedback(st.store, rec_id, _field(form, "response") or "", "web")
+    response = _field(form, "response") or ""
+    fb, created, proposal = answer(st.store, st.settings, rec_id, response, st.now(), "web")
     done = fb.response if created else "already"
-    return RedirectResponse(f"/?done={done}#recommendation", status_code=303)
+    more = f"&next={proposal.id}" if proposal is not None and created else ""
+    return RedirectResponse(f"/?done={done}{more}#recommendation", status_code=303)
 
 
 async def label_form(request: Request) -> Response:
@@ -237,6 +247,22 @@ async def logout(request: Request) -> Response:
     return response
 
 
+def calendar_feed(request: Request) -> Response:
+    """The .ics feed of accepted and rescheduled suggestions; 404 unless the token is right."""
+    from bridge.auth.feed import get_feed_token
+    from bridge.out.calendar_feed import build_feed, etag
+
+    st = _state(request)
+    if not access.same(request.path_params.get("token"), get_feed_token(st.settings)):
+        return Response("not found", status_code=404, media_type="text/plain")
+    body = build_feed(st.store, st.now())
+    tag = etag(body)
+    headers = {"etag": tag}
+    if request.headers.get("if-none-match") == tag:
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="text/calendar; charset=utf-8", headers=headers)
+
+
 def healthz(request: Request) -> Response:
     return JSONResponse({"ok": True})
 
@@ -263,7 +289,7 @@ async def api_feedback(request: Request) -> Response:
         limit = _int(request.query_params.get("limit", str(views.HISTORY_LIMIT)), "limit")
         if not 1 <= limit <= 500:
             raise InputError("limit: use 1 to 500")
-        return JSONResponse({"history": views.interaction_history(st.store, limit)})
+        return JSONResponse({"history": views.interaction_history(st.store, limit, st.settings.tz)})
     st.check_write(request)
     body = await _json(request)
     channel = body.get("channel", "web")
@@ -272,7 +298,9 @@ async def api_feedback(request: Request) -> Response:
     rec_id = body.get("recommendation_id")
     if not isinstance(rec_id, int) or isinstance(rec_id, bool):
         raise InputError("recommendation_id: an integer is required")
-    fb, created = record_feedback(st.store, rec_id, str(body.get("response", "")), channel)
+    fb, created, proposal = answer(
+        st.store, st.settings, rec_id, str(body.get("response", "")), st.now(), channel
+    )
     return JSONResponse(
         {
             "recommendation_id": rec_id,
@@ -280,6 +308,10 @@ async def api_feedback(request: Request) -> Response:
             "channel": fb.channel,
             "created": created,
             "answered_at": fb.created_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+            # A Reschedule proposes the next free window for the same action (or null).
+            "next": recommendation_document(proposal, None, st.settings.tz)
+            if proposal is not None
+            else None,
         },
         status_code=201 if created else 200,
     )
@@ -385,6 +417,7 @@ def create_app(
         Route("/login", login, methods=["GET", "POST"]),
         Route("/logout", logout, methods=["POST"]),
         Route("/healthz", healthz),
+        Route(FEED_PREFIX + "{token}.ics", calendar_feed, methods=["GET", "HEAD"]),
         Route("/api/meters", api_meters),
         Route("/api/recommendation", api_recommendation),
         Route("/api/feedback", api_feedback, methods=["GET", "POST"]),

@@ -8,7 +8,13 @@ from typing import Any
 from sqlalchemy import select
 
 from bridge.config import Settings
-from bridge.out.snapshot import events_of_day, iso, recommendation_document, slot_documents
+from bridge.out.snapshot import (
+    events_of_day,
+    iso,
+    recommendation_document,
+    slot_documents,
+    upcoming_recommendation,
+)
 from bridge.store import Store
 from bridge.store.models import Feedback, Recommendation
 from mappings.actions import BELIEF_AXES, METERS
@@ -47,27 +53,29 @@ def _recommendation_row(
     return (row[0], row[1]) if row else None
 
 
-def _with_answer(rec: Recommendation, fb: Feedback | None) -> dict[str, Any]:
-    doc = recommendation_document(rec, fb)
+def _with_answer(rec: Recommendation, fb: Feedback | None, tz: Any = None) -> dict[str, Any]:
+    doc = recommendation_document(rec, fb, tz)
     doc["channel"] = fb.channel if fb else None
     doc["answered_at"] = iso(fb.created_at) if fb else None
     return doc
 
 
 def recommendation(store: Store, settings: Settings, now: datetime) -> dict[str, Any] | None:
-    """The recommendation for the coming slot, else the current slot's; None if neither."""
+    """The recommendation for the coming slot (or the later one a busy slot moved it to),
+    else the current slot's; None if neither."""
     from bridge.clock import current_slot, target_slot
 
-    keys = [target_slot(settings, now), current_slot(settings, now)]
     with store.session() as session:
-        for key in keys:
-            found = _recommendation_row(session, key.local_date, key.slot)
-            if found:
-                return _with_answer(*found)
-    return None
+        found = upcoming_recommendation(session, target_slot(settings, now))
+        if found is None:
+            cur = current_slot(settings, now)
+            found = _recommendation_row(session, cur.local_date, cur.slot)
+    return _with_answer(*found, settings.tz) if found else None
 
 
-def interaction_history(store: Store, limit: int = HISTORY_LIMIT) -> list[dict[str, Any]]:
+def interaction_history(
+    store: Store, limit: int = HISTORY_LIMIT, tz: Any = None
+) -> list[dict[str, Any]]:
     """The latest recommendations, newest first, with the answer each got (or none yet)."""
     with store.session() as session:
         rows = session.execute(
@@ -76,7 +84,7 @@ def interaction_history(store: Store, limit: int = HISTORY_LIMIT) -> list[dict[s
             .order_by(Recommendation.local_date.desc(), Recommendation.slot.desc())
             .limit(limit)
         ).all()
-    return [_with_answer(rec, fb) for rec, fb in rows]
+    return [_with_answer(rec, fb, tz) for rec, fb in rows]
 
 
 def events_today(store: Store, settings: Settings, now: datetime) -> list[dict[str, Any]]:
@@ -120,3 +128,12 @@ def meter_cards(doc: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return cards
+
+
+def proposal(store: Store, settings: Settings, rec_id: str | None) -> dict[str, Any] | None:
+    """The window a Reschedule just proposed (from the page's redirect), if it exists."""
+    if not rec_id or not rec_id.isdigit():
+        return None
+    with store.session() as session:
+        rec = session.get(Recommendation, int(rec_id))
+        return recommendation_document(rec, None, settings.tz) if rec else None

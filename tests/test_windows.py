@@ -1,0 +1,271 @@
+"""Free windows: the busy rules, and recommendations placed only where the calendar is free.
+
+The calendar is tests/fixtures/calendar/work_week.ics (see its SOURCES.md), imported
+through the real .ics connector into the real store.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import delete, select, update
+
+from bridge.cycle.recommend import min_minutes, recommend
+from bridge.errors import ConfigError
+from bridge.intake.ingest import import_file
+from bridge.out.snapshot import build_snapshot, recommendation_document
+from bridge.store import upsert
+from bridge.store.models import CalendarEvent, Recommendation
+from connectors.base import EventRecord, ReadContext
+from mappings.free_windows import (
+    DEFAULT_MIN_MINUTES,
+    blocks_time,
+    busy_blocks,
+    free_windows,
+    window_for,
+)
+from mappings.slots import SlotKey, slot_bounds, slot_of_instant
+from tests.conftest import BERLIN, FIXTURES
+from tests.helpers import validate_snapshot
+
+ICS = FIXTURES / "calendar" / "work_week.ics"
+
+
+def at(*args: int) -> datetime:
+    return datetime(*args, tzinfo=BERLIN)
+
+
+# What blocks time in work_week.ics in the week of 2026-11-23, written out by hand from
+# the file (not through the code under test): stand-ups, the Monday shift and review, the
+# tentative workshop, and the out-of-office Friday (all-day: local midnight to midnight).
+BUSY_WEEK = [
+    (at(2026, 11, 23, 4, 30), at(2026, 11, 23, 9, 0)),
+    (at(2026, 11, 23, 9, 0), at(2026, 11, 23, 9, 15)),
+    (at(2026, 11, 23, 9, 15), at(2026, 11, 23, 12, 30)),
+    (at(2026, 11, 24, 9, 0), at(2026, 11, 24, 9, 15)),
+    (at(2026, 11, 24, 12, 0), at(2026, 11, 24, 17, 0)),
+    (at(2026, 11, 26, 10, 0), at(2026, 11, 26, 10, 15)),
+    (at(2026, 11, 27, 0, 0), at(2026, 11, 28, 0, 0)),
+]
+
+
+def overlaps(a: tuple[datetime, datetime], b: tuple[datetime, datetime]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+@pytest.fixture
+def week(store):
+    import_file(store, "ics", ICS, ReadContext(tz=BERLIN, now=at(2026, 11, 22, 12, 0)))
+    return store
+
+
+def make(store, settings, now):
+    rec = recommend(store, settings, now, runner_name="bundled")
+    return rec, recommendation_document(rec, None, settings.tz)
+
+
+def window(doc):
+    w = doc["window"]
+    return datetime.fromisoformat(w["start"]), datetime.fromisoformat(w["end"])
+
+
+# ---- the rules -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "busy"),
+    [
+        ({"status": "confirmed"}, True),
+        ({"status": "tentative"}, True),
+        ({"status": "cancelled"}, False),
+        ({"status": "confirmed", "self_response": "declined"}, False),
+        ({"status": "tentative", "self_response": "declined"}, False),
+        ({"status": "confirmed", "self_response": "accepted"}, True),
+        ({"status": "confirmed", "transparency": "transparent"}, False),
+        ({"status": "confirmed", "all_day": True}, False),
+        ({"status": "confirmed", "all_day": True, "event_type": "outOfOffice"}, True),
+        ({"status": "confirmed", "transparency": "transparent", "event_type": "outOfOffice"}, True),
+        ({"status": "cancelled", "event_type": "outOfOffice"}, False),
+        ({"status": "confirmed", "event_type": "focusTime"}, True),
+    ],
+)
+def test_which_events_block_time(fields, busy):
+    assert blocks_time(fields) is busy
+
+
+def test_free_windows_are_the_gaps_between_merged_blocks_clipped_to_the_slot():
+    lo, hi = at(2026, 11, 23, 12, 0), at(2026, 11, 23, 17, 0)
+    events = [
+        {"start_utc": at(2026, 11, 23, 11, 0), "end_utc": at(2026, 11, 23, 12, 30)},
+        {"start_utc": at(2026, 11, 23, 14, 0), "end_utc": at(2026, 11, 23, 15, 0)},
+        {"start_utc": at(2026, 11, 23, 14, 30), "end_utc": at(2026, 11, 23, 15, 30)},
+        {"start_utc": at(2026, 11, 23, 16, 45), "end_utc": at(2026, 11, 23, 18, 0)},
+        {"start_utc": at(2026, 11, 23, 13, 0), "end_utc": at(2026, 11, 23, 13, 0)},  # empty
+    ]
+    busy = busy_blocks(events)
+    assert busy[1] == (at(2026, 11, 23, 14, 0), at(2026, 11, 23, 15, 30))
+    assert free_windows(lo, hi, busy) == [
+        (at(2026, 11, 23, 12, 30), at(2026, 11, 23, 14, 0)),
+        (at(2026, 11, 23, 15, 30), at(2026, 11, 23, 16, 45)),
+    ]
+    assert free_windows(lo, hi, []) == [(lo, hi)]
+    assert free_windows(lo, hi, [(at(2026, 11, 23, 10, 0), at(2026, 11, 23, 18, 0))]) == []
+    free = free_windows(lo, hi, busy)
+    # DEEP_WORK (45) fits the first gap; SLEEP (180) fits none.
+    assert window_for("DEEP_WORK", free, DEFAULT_MIN_MINUTES, 60) == (
+        at(2026, 11, 23, 12, 30),
+        at(2026, 11, 23, 13, 30),
+    )
+    assert window_for("SLEEP", free, DEFAULT_MIN_MINUTES, 60) is None
+
+
+def test_unknown_actions_in_the_config_are_a_config_error(settings):
+    bad = settings.model_copy(
+        update={"windows": settings.windows.model_copy(update={"min_minutes": {"NAP": 20}})}
+    )
+    with pytest.raises(ConfigError, match=r"windows\.min_minutes.*'NAP'"):
+        min_minutes(bad)
+    ok = settings.model_copy(
+        update={"windows": settings.windows.model_copy(update={"min_minutes": {"EXERCISE": 50}})}
+    )
+    assert min_minutes(ok)["EXERCISE"] == 50 and min_minutes(ok)["MEDITATE"] == 10
+
+
+# ---- recommendations in a real week --------------------------------------------------
+
+
+def test_the_ics_connector_keeps_what_the_rules_need(week):
+    with week.session() as s:
+        rows = {(e.title, e.recurrence_id): e for e in s.execute(select(CalendarEvent)).scalars()}
+    titles = {t for t, _ in rows}
+    assert "Team standup (moved)" in titles
+    ooo = next(e for (t, _), e in rows.items() if t == "Out of office")
+    assert ooo.all_day and ooo.event_type == "outOfOffice"
+    standups = sorted(
+        e.start_utc.astimezone(BERLIN) for (t, _), e in rows.items() if t == "Team standup"
+    )
+    assert at(2026, 11, 25, 9, 0) not in standups  # EXDATE
+
+
+def test_a_booked_morning_moves_the_recommendation_to_the_afternoon(week, settings):
+    rec, doc = make(week, settings, at(2026, 11, 23, 5, 5))
+    assert (rec.local_date.isoformat(), rec.slot) == ("2026-11-23", 1)
+    start, end = window(doc)
+    assert start == at(2026, 11, 23, 12, 30)  # the review runs past the slot boundary
+    assert start.utcoffset() == timedelta(hours=1)  # shown with the person's offset
+    assert (end - start) >= timedelta(minutes=DEFAULT_MIN_MINUTES[rec.action])
+    assert "morning" in doc["window_reason"] and "afternoon" in doc["window_reason"]
+    # Asked again in the same booked morning, it is the same recommendation, not a new one.
+    again, _ = make(week, settings, at(2026, 11, 23, 7, 0))
+    assert again.id == rec.id and week.count(Recommendation) == 1
+
+
+def test_a_tentative_workshop_blocks_and_a_transparent_focus_block_does_not(week, settings):
+    rec, doc = make(week, settings, at(2026, 11, 24, 9, 20))
+    start, _ = window(doc)
+    assert rec.slot == 0 and start == at(2026, 11, 24, 9, 20)  # "Focus time" is free
+    rec, doc = make(week, settings, at(2026, 11, 24, 12, 5))
+    assert rec.slot == 2 and window(doc)[0] == at(2026, 11, 24, 17, 0)
+
+
+def test_removed_and_cancelled_events_leave_their_time_free(week, settings):
+    rec, doc = make(week, settings, at(2026, 11, 25, 8, 50))
+    start, end = window(doc)
+    # No stand-up on Wednesday (EXDATE), the all-day birthday is transparent.
+    assert start == at(2026, 11, 25, 8, 50) and end > at(2026, 11, 25, 9, 15)
+    rec, doc = make(week, settings, at(2026, 11, 25, 12, 1))
+    assert rec.slot == 1 and window(doc)[0] == at(2026, 11, 25, 12, 5)  # offsite cancelled
+
+
+def test_a_moved_instance_blocks_its_new_time(week, settings):
+    rec, doc = make(week, settings, at(2026, 11, 26, 9, 50))
+    w = window(doc)
+    assert not overlaps(w, (at(2026, 11, 26, 10, 0), at(2026, 11, 26, 10, 15)))
+    if rec.action != "MEDITATE":  # only a 10-minute action fits before the stand-up
+        assert w[0] == at(2026, 11, 26, 10, 15)
+    assert w[0] >= at(2026, 11, 26, 9, 50)
+
+
+def test_an_out_of_office_day_moves_everything_to_its_night(week, settings):
+    rec, doc = make(week, settings, at(2026, 11, 27, 5, 5))
+    assert (rec.local_date.isoformat(), rec.slot) == ("2026-11-27", 3)
+    assert window(doc)[0] == at(2026, 11, 28, 0, 0)
+
+
+def test_a_declined_invitation_leaves_its_time_free(store, settings):
+    common = {
+        "calendar_id": "primary",
+        "start": at(2026, 11, 30, 12, 0),
+        "end": at(2026, 11, 30, 17, 0),
+        "status": "confirmed",
+    }
+    declined = EventRecord(uid="inv-1", title="All-hands", self_response="declined", **common)
+    with store.transaction() as s:
+        upsert(
+            s,
+            CalendarEvent,
+            [declined.row("google_calendar", datetime.now(UTC))],
+            keys=("source", "calendar_id", "uid", "recurrence_id"),
+        )
+    rec, doc = make(store, settings, at(2026, 11, 30, 12, 1))
+    assert rec.slot == 1 and window(doc)[0] == at(2026, 11, 30, 12, 5)
+    with store.transaction() as s:
+        s.execute(delete(Recommendation))
+        s.execute(update(CalendarEvent).values(self_response="accepted"))
+    rec, doc = make(store, settings, at(2026, 11, 30, 12, 1))
+    assert rec.slot == 2 and window(doc)[0] == at(2026, 11, 30, 17, 0)
+
+
+def test_no_window_in_the_look_ahead_gives_a_null_window_with_the_reason(week, settings):
+    short = settings.model_copy(
+        update={"windows": settings.windows.model_copy(update={"look_ahead_slots": 1})}
+    )
+    rec, doc = make(week, short, at(2026, 11, 23, 5, 5))
+    assert rec.slot == 0 and doc["window"] is None
+    assert "no free window" in doc["window_reason"]
+    snap = build_snapshot(week, short, at(2026, 11, 23, 5, 5))
+    validate_snapshot(snap)
+    assert snap["recommendation"]["window"] is None
+
+
+def test_no_recommendation_overlaps_busy_time_all_week(week, settings):
+    """Every slot of the week, asked at its start and in its middle: never a busy minute."""
+    made = {}
+    t = at(2026, 11, 23, 5, 1)
+    while t < at(2026, 11, 30, 5, 0):
+        for now in (t, t + timedelta(hours=2, minutes=17)):
+            rec, doc = make(week, settings, now)
+            made[rec.id] = (rec, doc, now)
+        t = t + timedelta(hours=1)
+    assert len(made) >= 20
+    need = min_minutes(settings)
+    for rec, doc, now in made.values():
+        w = window(doc)
+        assert not any(overlaps(w, b) for b in BUSY_WEEK), (doc, now)
+        lo, hi = slot_bounds(SlotKey(rec.local_date, rec.slot), BERLIN)
+        assert lo <= w[0] < w[1] <= hi
+        assert w[1] - w[0] >= timedelta(minutes=need[rec.action])
+        obs = json.loads(rec.observation)
+        assert rec.action in obs["available_actions"]
+        assert obs["free_minutes"] >= need[rec.action]
+
+
+def test_across_the_spring_dst_change(store, settings):
+    ctx = ReadContext(tz=BERLIN, now=at(2027, 3, 26, 12, 0))
+    import_file(store, "ics", ICS, ctx)
+    with store.session() as s:
+        runs = sorted(
+            e.start_utc for e in s.execute(select(CalendarEvent)).scalars() if "long run" in e.title
+        )
+    # 07:00 local is 06:00Z before the change and 05:00Z after it.
+    assert [r.astimezone(UTC).hour for r in runs[:2]] == [6, 5]
+    night = SlotKey(at(2027, 3, 27, 0, 0).date(), 3)
+    lo, hi = slot_bounds(night, BERLIN)
+    assert hi - lo == timedelta(hours=6)  # 22:00 CET to 05:00 CEST
+    rec, doc = make(store, settings, at(2027, 3, 28, 6, 20))
+    w = window(doc)
+    assert not overlaps(w, (at(2027, 3, 28, 7, 0), at(2027, 3, 28, 8, 0)))
+    assert w[0].utcoffset() == timedelta(hours=2)
+    assert slot_of_instant(w[0], BERLIN).slot == rec.slot
