@@ -102,6 +102,12 @@ class GoogleCalendarSettings(SourceSettings):
     redirect_port: int = Field(8080, ge=1, le=65535)
 
 
+class GoogleTasksSettings(SourceSettings):
+    interval_minutes: int = Field(30, ge=1, le=10080)
+    lists: list[str] = []
+    api_base_url: str = "https://tasks.googleapis.com/"
+
+
 class WhoopSettings(SourceSettings):
     api_base_url: str = "https://api.prod.whoop.com/developer"
     auth_url: str = "https://api.prod.whoop.com/oauth/oauth2/auth"
@@ -129,6 +135,7 @@ class Sources(_Section):
     apple_health: AppleHealthSettings = AppleHealthSettings()
     ics: IcsSettings = IcsSettings()
     google_calendar: GoogleCalendarSettings = GoogleCalendarSettings()
+    google_tasks: GoogleTasksSettings = GoogleTasksSettings()
     whoop: WhoopSettings = WhoopSettings()
     garmin: GarminSettings = GarminSettings()
 
@@ -178,12 +185,45 @@ class WebSettings(_Section):
     max_body_kb: int = Field(64, ge=1, le=1 << 20)
 
 
+class PushSettings(_Section):
+    enabled: bool = False
+    max_body_mb: int = Field(128, ge=1, le=4096)
+    max_inflated_mb: int = Field(512, ge=1, le=16384)
+    trust_forwarded: bool = False
+
+
 class NotifySettings(_Section):
     ntfy_server: str = ""
     ntfy_topic: str = ""
     webhook_url: str = ""
     callback_url: str = ""
     timeout_seconds: float = Field(10.0, gt=0, le=120)
+
+
+def _check_topic(value: str) -> str:
+    """An MQTT topic prefix: levels split by "/", no wildcards, no empty level."""
+    if not value or any(c in value for c in "+#\0") or "" in value.split("/"):
+        raise ValueError(
+            f'{value!r} is not a topic prefix: use levels like "rhythm-bridge" without '
+            "+, #, empty levels or a leading/trailing /"
+        )
+    return value
+
+
+class MqttSettings(_Section):
+    enabled: bool = False
+    host: str = "localhost"
+    port: int = Field(1883, ge=1, le=65535)
+    username: str = ""
+    tls: bool = False
+    ca_file: str = ""
+    discovery_prefix: str = "homeassistant"
+    base_topic: str = "rhythm-bridge"
+
+    @field_validator("discovery_prefix", "base_topic")
+    @classmethod
+    def _topic(cls, value: str) -> str:
+        return _check_topic(value)
 
 
 class Settings(_Section):
@@ -205,7 +245,9 @@ class Settings(_Section):
     classifier: ClassifierSettings = ClassifierSettings()
     meters: MeterSettings = MeterSettings()
     web: WebSettings = WebSettings()
+    push: PushSettings = PushSettings()
     notify: NotifySettings = NotifySettings()
+    mqtt: MqttSettings = MqttSettings()
 
     @field_validator("timezone")
     @classmethod

@@ -65,7 +65,12 @@ class SourceError(BridgeError):
 
 # source (its config section) -> the name `rhythm-bridge auth` takes: one spelling in every
 # message, status and README.
-AUTH_NAMES = {"google_calendar": "google", "whoop": "whoop", "garmin": "garmin"}
+AUTH_NAMES = {
+    "google_calendar": "google",
+    "google_tasks": "google --tasks",
+    "whoop": "whoop",
+    "garmin": "garmin",
+}
 
 
 def auth_command(source: str) -> str:

@@ -147,4 +147,75 @@ class Skipped:
     reason: str
 
 
-Record = ReadingRecord | EventRecord | ReplaceScope | Skipped
+@dataclass(slots=True)
+class TaskRecord:
+    """One to-do as its source has it now (aware datetimes).
+
+    `due` is the deadline instant; a date-only due (Google Tasks always, VTODO `DUE;VALUE=
+    DATE`) is the end of that day in the person's zone, with `due_all_day` set. `completed`
+    None with status "done" means "done, time unknown" (the bridge then uses when it saw it).
+    """
+
+    list_id: str
+    uid: str
+    title: str
+    status: str = "open"  # open|done|cancelled
+    due: datetime | None = None
+    due_all_day: bool = False
+    created: datetime | None = None
+    completed: datetime | None = None
+    deleted: bool = False
+    priority: int = 0
+    percent: int | None = None
+    parent: str = ""
+
+    def row(self, source: str, updated_at: datetime) -> dict[str, Any]:
+        def utc(value: datetime | None) -> datetime | None:
+            return value.astimezone(UTC) if value is not None else None
+
+        row = {
+            "source": source,
+            "list_id": self.list_id,
+            "uid": self.uid,
+            "title": self.title,
+            "status": self.status,
+            "due_utc": utc(self.due),
+            "due_all_day": self.due_all_day,
+            "created_utc": utc(self.created),
+            "completed_utc": utc(self.completed),
+            "deleted": self.deleted,
+            "priority": self.priority,
+            "percent": self.percent,
+            "parent": self.parent,
+            "updated_at": updated_at,
+        }
+        text = "\x1f".join(str(row[k]) for k in TASK_HASHED_FIELDS)
+        row["content_hash"] = hashlib.sha256(text.encode()).hexdigest()[:32]
+        return row
+
+
+TASK_HASHED_FIELDS = (
+    "title",
+    "status",
+    "due_utc",
+    "due_all_day",
+    "created_utc",
+    "completed_utc",
+    "deleted",
+    "priority",
+    "percent",
+    "parent",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskScope:
+    """The reader's tasks are every task of this list (an .ics file, a full list pull):
+    stored tasks of the list it did not yield are deleted, except `keep` (listed but
+    unreadable, so not gone)."""
+
+    list_id: str
+    keep: frozenset[str] = frozenset()
+
+
+Record = ReadingRecord | EventRecord | ReplaceScope | Skipped | TaskRecord | TaskScope

@@ -123,8 +123,19 @@ def build_service(settings: Settings, http: Any) -> Any:
     )
 
 
-def _execute(request: Any, policy: RetryPolicy, what: str) -> dict[str, Any]:
-    """Run one API request; translate Google's failures into the bridge's errors."""
+def execute(
+    request: Any,
+    policy: RetryPolicy,
+    what: str,
+    *,
+    source: str = SOURCE,
+    not_found: str = "calendar not found; check [sources.google_calendar] calendars",
+) -> dict[str, Any]:
+    """Run one API request; translate Google's failures into the bridge's errors.
+
+    Shared by the Google sources (same token, same error shapes): `source` names the one
+    whose authorization failed, `not_found` says what a 404 means for it.
+    """
     import httplib2
     from google.auth.exceptions import RefreshError, TransportError
     from googleapiclient.errors import HttpError
@@ -145,7 +156,7 @@ def _execute(request: Any, policy: RetryPolicy, what: str) -> dict[str, Any]:
             if status == 410:
                 raise CursorInvalid(f"{what}: sync token expired (410 Gone)") from None
             if status == 401:
-                raise AuthExpired(SOURCE, f"{what} answered 401") from None
+                raise AuthExpired(source, f"{what} answered 401") from None
             details = f"{reason} {getattr(err, 'error_details', '')}".lower()
             if status == 429 or (
                 status == 403 and ("ratelimit" in details or "rate limit" in details)
@@ -153,15 +164,13 @@ def _execute(request: Any, policy: RetryPolicy, what: str) -> dict[str, Any]:
                 wait = retry_after_seconds(dict(err.resp))
                 raise RateLimited(f"{what}: rate limited", retry_after=wait) from None
             if status == 404:
-                raise SourceError(
-                    f"{what}: calendar not found; check [sources.google_calendar] calendars"
-                ) from None
+                raise SourceError(f"{what}: {not_found}") from None
             if status >= 500:
                 raise RetryableError(f"server error {status}") from None
             raise SourceError(f"{what} answered {status}: {reason}") from None
         except RefreshError as err:
             detail = err.args[0] if err.args else "refresh failed"
-            raise AuthExpired(SOURCE, f"{detail}; {TESTING_HINT}") from None
+            raise AuthExpired(source, f"{detail}; {TESTING_HINT}") from None
         except (TransportError, OSError, httplib2.HttpLib2Error) as err:
             raise RetryableError(f"network error: {type(err).__name__}") from None
 
@@ -282,7 +291,7 @@ def list_events(
     items: list[dict[str, Any]] = []
     what = f"google calendar {calendar_id}"
     while request is not None:
-        page = _execute(request, policy, what)
+        page = execute(request, policy, what)
         items.extend(page_items(page, "items", what))
         progress(calendar_id, len(items))
         sync_token = page.get("nextSyncToken")

@@ -29,14 +29,15 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from bridge.errors import InputError, RateLimited, SourceError, Transient
-from connectors.base import EventRecord, ReadContext, ReplaceScope, Skipped
+from connectors import ics_todos
+from connectors.base import EventRecord, ReadContext, Record, ReplaceScope, Skipped
 
 if TYPE_CHECKING:
     import httpx
 
 KIND = "ics"
 SOURCE = "ics"
-PROVIDES = frozenset({"calendar"})
+PROVIDES = frozenset({"calendar", "tasks"})
 
 
 def _load(data: bytes, name: str) -> Any:
@@ -222,11 +223,11 @@ def _event(
 
 def records_from_bytes(
     data: bytes, calendar_id: str, ctx: ReadContext, name: str
-) -> Iterator[EventRecord | ReplaceScope | Skipped]:
+) -> Iterator[Record]:
     """The instances of a calendar in ctx's window, then the scope they replace."""
     window_start = (ctx.now - timedelta(days=ctx.past_days)).astimezone(UTC)
     window_end = (ctx.now + timedelta(days=ctx.future_days)).astimezone(UTC)
-    out: list[EventRecord | Skipped] = []
+    out: list[Record] = []
     # icalendar warns about guesses it makes (a vendor-prefixed TZID): not the person's
     # concern, and not worth a line on every import.
     with warnings.catch_warnings():
@@ -245,12 +246,14 @@ def records_from_bytes(
                 reason = f"cannot read event {str(comp.get('UID', ''))[:80]}: {err}"
                 out.append(Skipped("event", reason.splitlines()[0][:300]))
                 broken.add(str(comp.get("UID", "")))
+        # To-dos live beside the events (same file, same id as their list); see ics_todos.
+        out.extend(ics_todos.records(cal, calendar_id, ctx))
     yield from out
     keep = frozenset((uid, None) for uid in broken)
     yield ReplaceScope(calendar_id, window_start, window_end, keep)
 
 
-def read(path: Path, ctx: ReadContext) -> Iterator[EventRecord | ReplaceScope | Skipped]:
+def read(path: Path, ctx: ReadContext) -> Iterator[Record]:
     """Events of one .ics file; the file's absolute path is its calendar id."""
     path = Path(path)
     try:

@@ -11,7 +11,7 @@ import math
 from datetime import UTC, datetime, timedelta, tzinfo
 
 from bridge.errors import printable
-from connectors.base import EventRecord, ReadingRecord
+from connectors.base import EventRecord, ReadingRecord, TaskRecord
 
 # metric -> (lowest, highest) plausible value of ONE record.
 RANGES: dict[str, tuple[float, float]] = {
@@ -159,4 +159,31 @@ def _check_span(
         return f"starts in the future ({start.isoformat()})"
     if end - start > longest:
         return f"spans {end - start}, longer than {longest}"
+    return None
+
+
+TASK_TEXT = {"list_id": 300, "uid": 300, "status": 16, "parent": 300}
+# A due date this far ahead is a typo or a placeholder (year 9999), not a plan.
+TASK_DUE_AHEAD = timedelta(days=3660)
+TASK_EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)
+
+
+def check_task(rec: TaskRecord, now: datetime) -> str | None:
+    """Why this task cannot be stored, or None when it is plausible (text clipped)."""
+    if not rec.uid:
+        return "no UID (a to-do without one cannot be told apart from the next import's)"
+    _clip(rec, {**TASK_TEXT, "title": MAX_TITLE})
+    for name in ("due", "created", "completed"):
+        value = getattr(rec, name)
+        if value is None:
+            continue
+        if value.tzinfo is None:
+            return f"{name} {value.isoformat()} has no UTC offset"
+        if value < TASK_EARLIEST:
+            return f"{name} in {value.year}, before {TASK_EARLIEST.year}"
+        ahead = TASK_DUE_AHEAD if name == "due" else FUTURE_SLACK
+        if value > now + ahead:
+            return f"{name} {value.date().isoformat()} is implausibly far in the future"
+    if rec.percent is not None and not 0 <= rec.percent <= 100:
+        rec.percent = max(0, min(100, rec.percent))
     return None

@@ -32,6 +32,8 @@ class EventInfo:
     duration_min: float | None = None
     transparency: str = "opaque"
     start_hour: int | None = None  # local hour the event starts, 0-23
+    recurring: bool = False  # an instance of a repeating series
+    calendar_kind: str = ""  # "holidays" or "sports" for such subscribed calendars, else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,25 @@ def normalize(title: str) -> str:
         text = unicodedata.normalize("NFKD", text)
         text = "".join(ch for ch in text if not unicodedata.combining(ch))
     return " ".join(text.split())
+
+
+# Google's public holiday and sports calendars ("en.german#holiday@group.v.calendar.google.com")
+# and .ics files named for holidays (the file's path is its calendar id).
+_HOLIDAY_CALENDAR = re.compile(
+    r"#holiday@|holiday|feiertag|ferien|jours?[-_ ]?feries|vacances|feriados|festivos|"
+    r"feestdagen|schoolvakanties|festivita|festivi",
+)
+_SPORTS_CALENDAR = re.compile(r"#sports@")
+
+
+def calendar_kind(calendar_id: str) -> str:
+    """'holidays' or 'sports' for a subscribed calendar of that kind, else ''."""
+    ident = normalize(calendar_id.rsplit("/", 1)[-1])
+    if _HOLIDAY_CALENDAR.search(ident):
+        return "holidays"
+    if _SPORTS_CALENDAR.search(ident):
+        return "sports"
+    return ""
 
 
 class RulesError(ValueError):
@@ -133,6 +154,13 @@ class KeywordClassifier:
             return Classification(
                 NOT_AN_ACTION, 0.95, "event_type", f"eventType={event.event_type}"
             )
+        if event.calendar_kind == "holidays":
+            # Everything a holiday calendar holds is a day's name, not a plan.
+            return Classification(NOT_AN_ACTION, 0.95, "event_type", "calendar=holidays")
+        if event.calendar_kind == "sports" and not event.all_day:
+            # A subscribed sports calendar's timed entries are fixtures: watching, not playing
+            # (its all-day ones are birthdays and season markers).
+            return Classification("BINGE_WATCH", 0.8, "event_type", "calendar=sports")
         return self.match_title(event.title)
 
     def match_title(self, title: str) -> Classification | None:

@@ -16,6 +16,9 @@ from mappings.classifier_model import LearnedModel
 from mappings.classifier_overrides import Overrides
 
 MODEL_MIN_CONFIDENCE = 0.5
+# An all-day entry is mostly a marker (a holiday, a trip, someone's day); the model must be
+# surer before it calls one an activity.
+ALL_DAY_MIN_CONFIDENCE = 0.7
 LAYERS = ("override", "event_type", "rules", "model", "llm", "context", "none")
 UNKNOWN = Classification(UNCLASSIFIED, 0.0, "none")
 
@@ -36,7 +39,12 @@ def context_guess(event: EventInfo) -> Classification | None:
         return Classification(NOT_AN_ACTION, 0.55, "context", "shows as free")
     if event.attendee_count >= 3:
         return Classification("ADMIN_WORK", 0.55, "context", f"{event.attendee_count} attendees")
-    long_night = (event.duration_min or 0) >= 300 and event.start_hour is not None
+    duration = event.duration_min or 0
+    if event.recurring and event.attendee_count == 0 and 45 <= duration <= 240:
+        # A weekly block of one to four hours that nobody else is invited to is, in
+        # published calendars, nearly always a class from a timetable.
+        return Classification("LEARN", 0.5, "context", "recurring block, no attendees")
+    long_night = duration >= 300 and event.start_hour is not None
     if long_night and (event.start_hour >= 21 or event.start_hour <= 1):
         return Classification("SLEEP", 0.55, "context", "long block overnight")
     return None
@@ -85,7 +93,10 @@ class LayeredClassifier:
             for i, (label, p) in zip(
                 todo, self.model.predict([infos[i].title for i in todo]), strict=True
             ):
-                if label != UNCLASSIFIED and p >= self.model_min_confidence:
+                floor = self.model_min_confidence
+                if infos[i].all_day:
+                    floor = max(floor, ALL_DAY_MIN_CONFIDENCE)
+                if label != UNCLASSIFIED and p >= floor:
                     out[i] = Classification(label, round(p, 3), "model")
         return [
             r if r is not None else self._after_model(e) for r, e in zip(out, infos, strict=True)

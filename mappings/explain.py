@@ -61,6 +61,8 @@ def explain_meter(
             f"{shown:<38} score {item['score']:.2f} x weight {item['weight']:.2f}"
             f"  {effect:+.3f}"
         )
+        for what, titles in sorted(item.get("tasks", {}).items()):
+            lines.append(f"      {what.replace('_', ' ')}: {'; '.join(titles)}")
     if prov.get("missing"):
         lines.append(f"    no evidence yet: {', '.join(prov['missing'])}")
     return lines

@@ -18,7 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mappings.apple_paths import keep_mask
+
 READING_COLUMNS = ["metric", "start_utc", "end_utc", "value", "label", "origin", "utc_offset_min"]
+# Optional: where the frame has it, Apple rows that two paths brought are resolved by it.
+SOURCE_COLUMN = "source"
 EVENT_COLUMNS = [
     "start_utc",
     "end_utc",
@@ -123,6 +127,9 @@ class Readings:
                 "local_end": np.maximum(end, start) + end_off,
             }
         )
+        if n and SOURCE_COLUMN in f.columns:  # Apple data pushed and also imported: one path a day
+            source = f[SOURCE_COLUMN].fillna("").astype(str).to_numpy()
+            table = table[keep_mask(metric, source, epoch_day(table["local_start"].to_numpy()))]
         # Canonical order and no duplicates: results never depend on how rows arrived.
         table = table.drop_duplicates(subset=["metric", "origin", "label", "start", "end", "value"])
         if len(table):

@@ -22,6 +22,7 @@ from mappings.frames import NS_PER_DAY, NS_PER_HOUR, NS_PER_MIN, Events, Reading
 from mappings.intervals import Cumulative
 from mappings.signals import SIGNALS, score_signal
 from mappings.slots import SlotKey, day_bounds, slot_bounds
+from mappings.tasks import Tasks, active_fraction, count
 
 EPOCH = date(1970, 1, 1).toordinal()
 PRESENCE_DAYS = 28  # a habit signal (workouts, mindfulness) counts if logged this recently
@@ -38,6 +39,8 @@ class InputArray:
     unit: str = ""
     # per slot: {label: baseline value}, for provenance (None: no baseline applies)
     baseline: Callable[[int], dict[str, float]] | None = None
+    # per slot: {what: [task titles]}, the tasks behind the value (provenance)
+    tasks: Callable[[int], dict[str, list[str]]] | None = None
 
 
 @dataclass
@@ -333,6 +336,95 @@ def calendar_inputs(
     ]
 
 
+def task_inputs(tasks: Tasks, sl: SlotArrays, targets: dict[str, float]) -> list[InputArray]:
+    """Tasks done against tasks due (today, past 7 days), overdue load, next real due date.
+
+    Only for people with a task source: without a stored task there is no evidence (not a
+    zero), so Progress stays what the calendar alone makes it.
+    """
+    c = count(tasks, sl.as_of, sl.day_lo)
+    if not c.has.any():
+        return []
+    has = c.has
+    fraction = active_fraction(sl.as_of, sl.active_lo, ACTIVE_HOURS[1] - ACTIVE_HOURS[0])
+    planned_today = c.done_today + c.due_today_open
+    today = has & (planned_today > 0)
+    week = has & (c.done_week + c.missed_week > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # Open tasks due later today are not missed yet: early in the day the score leans
+        # to neutral and reaches done / (done + open) by the end of the active day.
+        rate = c.done_today / planned_today
+        rate_today = np.maximum(rate, 0.5 * (1.0 - fraction) + rate * fraction)
+        rate_week = c.done_week / (c.done_week + c.missed_week)
+    named = c.named
+    titles = tasks.title
+
+    def names(*which: str) -> Callable[[int], dict[str, list[str]]]:
+        def pick(i: int) -> dict[str, list[str]]:
+            found = {w: [str(titles[k]) for k in named[i].get(w, [])] for w in which}
+            return {w: t for w, t in found.items() if t}
+
+        return pick
+
+    def gate(ok: np.ndarray, values: np.ndarray) -> np.ndarray:
+        return np.where(ok, values, np.nan)
+
+    days = c.days_to_due
+    return [
+        InputArray(
+            "tasks_today",
+            gate(today, np.clip(rate_today, 0.0, 1.0)),
+            gate(today, np.minimum(1.0, 0.5 + planned_today / 6)),
+            gate(today, c.done_today),
+            "tasks done today",
+            tasks=names("done_today", "due_today"),
+        ),
+        InputArray(
+            "tasks_week",
+            gate(week, rate_week),
+            gate(week, np.full(len(has), 0.9)),
+            gate(week, c.done_week),
+            "tasks done, past 7 days",
+        ),
+        InputArray(
+            "overdue_tasks",
+            gate(has, np.exp(-c.overdue / targets["overdue_tasks"])),
+            gate(has, np.full(len(has), 0.9)),
+            gate(has, c.overdue),
+            "overdue open tasks",
+            tasks=names("overdue"),
+        ),
+        InputArray(
+            "deadline_runway",
+            gate(has, np.where(np.isnan(days), 1.0, np.clip(days / 7, 0.0, 1.0))),
+            gate(has, np.full(len(has), 0.8)),
+            gate(has, days),
+            "days to the next due task",
+            tasks=names("next_due"),
+        ),
+    ]
+
+
+def _merge(calendar: InputArray | None, task: InputArray) -> InputArray:
+    """A real due date replaces a deadline guessed from event titles, slot by slot."""
+    if calendar is None:
+        return task
+    use = ~np.isnan(task.score)
+
+    def pick(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.where(use, a, b)
+
+    cal_unit, task_unit, from_tasks = calendar.unit, task.unit, use.tolist()
+    return InputArray(
+        task.name,
+        pick(task.score, calendar.score),
+        pick(task.confidence, calendar.confidence),
+        pick(task.raw, calendar.raw),
+        task_unit if use.all() else cal_unit,
+        tasks=lambda i: task.tasks(i) if from_tasks[i] and task.tasks else {},
+    )
+
+
 def all_inputs(
     readings: Readings,
     events: Events,
@@ -341,6 +433,7 @@ def all_inputs(
     priority: tuple[str, ...],
     rules: CalendarRules,
     day_start: time,
+    tasks: Tasks | None = None,
 ) -> dict[str, InputArray]:
     found = [
         *sleep_inputs(readings, sl, targets),
@@ -349,4 +442,7 @@ def all_inputs(
         *habit_inputs(readings, sl, targets),
         *calendar_inputs(events, sl, targets, rules),
     ]
-    return {inp.name: inp for inp in found}
+    out = {inp.name: inp for inp in found}
+    for inp in task_inputs(tasks, sl, targets) if tasks is not None else []:
+        out[inp.name] = _merge(out.get(inp.name), inp) if inp.name == "deadline_runway" else inp
+    return out

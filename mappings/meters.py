@@ -43,6 +43,7 @@ from mappings.frames import (
 )
 from mappings.inputs import InputArray, all_inputs, slot_arrays
 from mappings.slots import DEFAULT_BOUNDARIES, SlotKey
+from mappings.tasks import TASK_INPUTS, Tasks
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -62,7 +63,7 @@ REASONS = {
     "vitality": "no sleep, HRV, resting heart rate, recovery, body battery, steps or workout "
     "data for this slot yet",
     "cognition": "no sleep data and no calendar for this day",
-    "progress": "no calendar events in the past 7 days to measure work done",
+    "progress": "no calendar events in the past 7 days and no tasks to measure work done",
     "serenity": "no HRV, stress, recovery or mindfulness data and no calendar for this day",
     "connection": "no calendar events in the past 7 days",
 }
@@ -174,7 +175,9 @@ def _combine_all(inputs: dict[str, InputArray], weights: Weights, n: int) -> dic
     for meter in METERS:
         table = {k: w for k, w in weights.meters[meter].items() if w > 0}
         names = sorted(k for k in table if k in inputs)
-        total_w = sum(table.values()) or 1.0
+        # Task inputs exist only for people with a task source; for everyone else they
+        # must not lower the confidence (their meters stay exactly what they were).
+        total_w = sum(w for k, w in table.items() if k in inputs or k not in TASK_INPUTS) or 1.0
         num, wsum, csum, k = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
         pulls = {}
         for name in names:
@@ -205,10 +208,13 @@ def compute_slots(
     boundaries: tuple[time, ...] = DEFAULT_BOUNDARIES,
     weights: Weights | None = None,
     previous: SlotMeters | None = None,
+    tasks: pd.DataFrame | None = None,
 ) -> list[SlotMeters]:
     """The meters of each slot, using only evidence available by the slot's end (or now).
 
     `previous` is the stored result of the slot before the first one, for its deltas.
+    `tasks`: the person's task changes (`mappings.tasks.TASK_COLUMNS`), None without a
+    task source.
     """
     weights = weights or load_weights()
     keys = sorted(set(slots), key=lambda k: (k.local_date, k.slot))
@@ -223,6 +229,7 @@ def compute_slots(
         weights.step_priority,
         weights.calendar_rules(),
         boundaries[0],
+        Tasks(tasks) if tasks is not None and len(tasks) else None,
     )
     combined = _combine_all(inputs, weights, len(keys))
     lists = {name: _Lists.of(inp) for name, inp in inputs.items()}
@@ -253,6 +260,7 @@ class _Lists:
     raw: list[float]
     unit: str
     baseline: Any
+    tasks: Any = None
 
     @classmethod
     def of(cls, inp: InputArray) -> _Lists:
@@ -262,6 +270,7 @@ class _Lists:
             np.round(inp.raw, 3).tolist(),
             inp.unit,
             inp.baseline,
+            inp.tasks,
         )
 
 
@@ -297,6 +306,10 @@ def _meter(
             base = inp.baseline(i)
             if base:
                 item["baseline"] = base
+        if inp.tasks is not None:
+            named = inp.tasks(i)
+            if named:
+                item["tasks"] = named
         detail.append(item)
     return MeterValue(
         value,

@@ -27,7 +27,7 @@ def test_a_newer_overlapping_export_adds_only_new_records(store, ctx, tmp_path):
 
     # The same export written again byte-for-byte, but renamed: a hash match is skipped;
     # appending records makes a new hash, and only the appended ones are new.
-    a, _ = write(tmp_path / "a")
+    a, *_ = write(tmp_path / "a")
     import_file(store, "apple-health", a, ctx)
     before = store.count(Reading)
     import zipfile

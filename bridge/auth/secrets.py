@@ -240,6 +240,13 @@ class Secrets:
         except keyring.errors.KeyringError as err:
             raise ConfigError(f"keyring ({self.description}) failed: {err}") from None
 
+    def put(self, name: str, value: str | None) -> None:
+        """Store `value` under `name`; None or "" forgets it (a `--clear` option)."""
+        if value:
+            self.set(name, value)
+        else:
+            self.delete(name)
+
     def delete(self, name: str) -> bool:
         try:
             self.backend.delete_password(SERVICE, name)

@@ -70,12 +70,22 @@ def google(
         str | None,
         typer.Option("--client-secrets", help="OAuth client JSON (default: from the config)."),
     ] = None,
+    tasks: Annotated[
+        bool | None,
+        typer.Option(
+            "--tasks/--no-tasks",
+            help="Also read Google Tasks (read-only; feeds the Progress meter). Default: "
+            "yes when [sources.google_tasks] is enabled.",
+        ),
+    ] = None,
 ) -> None:
-    """Connect Google Calendar (read-only) with your own OAuth client."""
+    """Connect Google Calendar (read-only), and Google Tasks with --tasks, with your own
+    OAuth client."""
     from bridge.auth.secrets import Secrets
     from bridge.intake.connect import authorize_google
 
     settings = current_settings()
+    with_tasks = settings.sources.google_tasks.enabled if tasks is None else tasks
     message = authorize_google(
         settings,
         Secrets.from_settings(settings),
@@ -83,8 +93,15 @@ def google(
         loopback=_loopback(mode),
         open_browser=not no_browser,
         client_secrets_file=client_secrets,
+        tasks=with_tasks,
     )
     _done("google_calendar", message)
+    if with_tasks:
+        from bridge.intake.sources import mark_authorized
+
+        mark_authorized(current_store(), "google_tasks")
+        if not settings.sources.google_tasks.enabled:
+            typer.echo("Enable Tasks in the config: [sources.google_tasks] enabled = true")
 
 
 # `AuthExpired` and `status` name sources by their config section.

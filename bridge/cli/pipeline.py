@@ -107,6 +107,12 @@ def run(
             f"{report.slots} slots computed, recommendation {rec.get('action')}; "
             f"snapshot {report.snapshot}"
         )
+        from bridge.out.mqtt.link import publish_once
+
+        # The cycle is stored either way; an unreachable broker still fails the command.
+        message = publish_once(current_settings(), current_store())
+        if message:
+            typer.echo(message)
         return
     from bridge.daemon.scheduler import run_daemon
     from bridge.logs import setup_logging
@@ -456,6 +462,14 @@ def status(as_json: JsonOpt = False) -> None:
             line += f"\n{'':18}last error: {s['last_error']}"
         if s["action_needed"]:
             line += f"\n{'':18}action needed: run `{s['action_needed']}`"
+        typer.echo(line)
+    for d in doc["push_devices"]:
+        line = (
+            f"  push {d['device']:<11}{d['status']:<17}last push {d['last_push'] or 'never'}; "
+            f"{d['last_records']} records ({d['records_total']} in all)"
+        )
+        if d["last_error"]:
+            line += f"\n{'':18}last error ({d['last_error_at']}): {d['last_error']}"
         typer.echo(line)
     typer.echo("data freshness:")
     for f in doc["freshness"]:

@@ -213,7 +213,7 @@ def classify_events(store: Store, settings: Settings) -> int:
     """
     from bridge.cycle.classify import build_classifier, retrain_if_corrected, save_llm_state
     from mappings.actions import UNCLASSIFIED
-    from mappings.classifier import EventInfo
+    from mappings.classifier import EventInfo, calendar_kind
 
     retrain_if_corrected(settings, store)
     classifier = build_classifier(settings, store)
@@ -238,6 +238,8 @@ def classify_events(store: Store, settings: Settings) -> int:
                 transparency=ev.transparency,
                 duration_min=(ev.end_utc - ev.start_utc).total_seconds() / 60,
                 start_hour=ev.start_utc.astimezone(settings.tz).hour,
+                recurring=bool(ev.recurrence_id),
+                calendar_kind=calendar_kind(ev.calendar_id),
             )
             for ev in rows
         ]

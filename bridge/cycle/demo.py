@@ -35,7 +35,7 @@ def demo_settings(data_dir: Path) -> Settings:
 
 
 def run_demo(data_dir: Path | None = None) -> DemoResult:
-    """Import the sample export and calendar into a fresh store and run one cycle."""
+    """Import the sample export, calendar and to-dos into a fresh store and run one cycle."""
     if data_dir is None:
         data_dir = Path(tempfile.mkdtemp(prefix="rhythm-bridge-demo-"))
     settings = demo_settings(data_dir)
@@ -44,7 +44,11 @@ def run_demo(data_dir: Path | None = None) -> DemoResult:
         ctx = read_context(settings, DEMO_NOW)
         imports = []
         sample = files("bridge.sample_data")
-        for kind, name in (("apple-health", "apple_health_export.zip"), ("ics", "calendar.ics")):
+        for kind, name in (
+            ("apple-health", "apple_health_export.zip"),
+            ("ics", "calendar.ics"),
+            ("ics", "tasks.ics"),
+        ):
             with as_file(sample.joinpath(name)) as path:
                 imports.append(import_file(store, kind, path, ctx))
         run_cycle(settings, store, now=DEMO_NOW)

@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import String, select, type_coerce
+from sqlalchemy import String, func, select, type_coerce
 
 from bridge.clock import current_slot
 from bridge.config import Settings
 from bridge.errors import ConfigError
 from bridge.store import Store, upsert
 from bridge.store.db import dumps, utcnow
-from bridge.store.models import CalendarEvent, MeterSnapshot, Reading
+from bridge.store.models import CalendarEvent, MeterSnapshot, Reading, Task, TaskChange
 from mappings.actions import METERS
 from mappings.slots import SlotKey, slot_bounds, slots_between
 
@@ -37,11 +37,13 @@ def _frames(
     from mappings.frames import (
         EVENT_COLUMNS,
         READING_COLUMNS,
+        SOURCE_COLUMN,
         USED_METRICS,
         empty_events,
         empty_readings,
     )
 
+    columns = [*READING_COLUMNS, SOURCE_COLUMN]
     r, e = Reading.__table__, CalendarEvent.__table__  # type: ignore[attr-defined]
 
     def raw(table: Any, column: str) -> Any:
@@ -52,7 +54,7 @@ def _frames(
 
     with store.session() as session:
         readings = session.execute(
-            select(*(raw(r, c) for c in READING_COLUMNS)).where(
+            select(*(raw(r, c) for c in columns)).where(
                 r.c.metric.in_(sorted(USED_METRICS)),
                 r.c.start_utc >= lo - LONGEST_RECORD,
                 r.c.start_utc < hi,
@@ -67,13 +69,48 @@ def _frames(
             )
         ).all()
     # Plain tuples: pandas probes each SQLAlchemy Row for attributes, which is slow.
-    rf = (
-        pd.DataFrame(list(map(tuple, readings)), columns=READING_COLUMNS)
-        if readings
-        else empty_readings()
-    )
+    rf = pd.DataFrame(list(map(tuple, readings)), columns=columns) if readings else empty_readings()
     ef = pd.DataFrame(list(map(tuple, events)), columns=EVENT_COLUMNS) if events else empty_events()
     return rf, ef
+
+
+def _task_frame(store: Store, lo: datetime, hi: datetime) -> pd.DataFrame | None:
+    """Every change of the tasks that can matter in [lo, hi), their title, action and due
+    joined on (None: the person has no task source). A task that was done or gone before
+    `lo` and has not changed since cannot move a slot of the window, so it is not read."""
+    from mappings.tasks import TASK_COLUMNS
+
+    t, h = Task.__table__, TaskChange.__table__  # type: ignore[attr-defined]
+    with store.session() as session:
+        if session.execute(select(t.c.id).limit(1)).first() is None:
+            return None
+        rows = session.execute(
+            select(
+                h.c.task_id,
+                h.c.kind,
+                type_coerce(h.c.at_utc, String),
+                type_coerce(t.c.due_utc, String),
+                t.c.title,
+                t.c.action,
+            )
+            .join(t, t.c.id == h.c.task_id)
+            .where(
+                h.c.at_utc < hi,
+                (t.c.updated_at >= lo) | ((t.c.status == "open") & t.c.deleted.is_(False)),
+            )
+            .order_by(h.c.task_id, h.c.at_utc, h.c.id)
+        ).all()
+    return pd.DataFrame(list(map(tuple, rows)), columns=TASK_COLUMNS)
+
+
+def _tasks_version(store: Store) -> str:
+    """Changes to tasks as part of the meters' config: any change recomputes the window
+    (tasks are few; per-day fingerprints are not worth it). Empty without a task source,
+    so nothing changes for people without one."""
+    t = Task.__table__  # type: ignore[attr-defined]
+    with store.session() as session:
+        n, last = session.execute(select(func.count(t.c.id), func.max(t.c.updated_at))).one()
+    return f"|tasks:{n}:{last.isoformat() if last else ''}" if n else ""
 
 
 def meter_weights(settings: Settings) -> Any:
@@ -116,6 +153,7 @@ def recompute_meters(store: Store, settings: Settings, now: datetime, *, full: b
         store, since, hi + timedelta(days=DEADLINE_DAYS), weights.calendar_rules().deadline_pattern
     )
     config = f"{weights.version}|{tz}|{','.join(b.isoformat() for b in bounds)}"
+    config += _tasks_version(store)
     state = None if full else MeterState.load(store)
     if state is None or state.config != config:
         todo = window
@@ -140,8 +178,9 @@ def recompute_meters(store: Store, settings: Settings, now: datetime, *, full: b
     todo = [todo[0].prev(), *window[window.index(todo[0]) :]]
     lo = slot_bounds(todo[0], tz, bounds)[0] - lookback
     readings, events = _frames(store, lo, hi, hi + timedelta(days=DEADLINE_DAYS))
+    tasks = _task_frame(store, lo, hi)
     results = compute_slots(
-        readings, events, todo, tz=tz, now=now, boundaries=bounds, weights=weights
+        readings, events, todo, tz=tz, now=now, boundaries=bounds, weights=weights, tasks=tasks
     )[1:]
     stamp = utcnow()
     rows = []

@@ -12,6 +12,7 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,11 +29,15 @@ MAX_CYCLE_SECONDS = 30 * 60
 
 
 class CycleTracker:
-    """When the running cycle started (None when idle), shared with the watchdog job."""
+    """When the running cycle started (None when idle), shared with the watchdog job.
 
-    def __init__(self) -> None:
+    `after` runs after each cycle (the MQTT link publishes the new state).
+    """
+
+    def __init__(self, after: Callable[[], Any] | None = None) -> None:
         self._lock = threading.Lock()
         self.started: float | None = None
+        self.after = after
 
     def healthy(self, now: float | None = None) -> bool:
         with self._lock:
@@ -46,6 +51,8 @@ class CycleTracker:
         try:
             # A failing cycle is logged and the next one runs on schedule: the daemon stays up.
             run_cycle(settings, store)
+            if self.after is not None:
+                self.after()
         except BridgeError as err:
             log.error("cycle failed: %s", err)
         except Exception:
@@ -173,12 +180,14 @@ def run_daemon(settings: Settings, store: Store) -> None:
     With [web] enabled the page is served from a thread and stopped after the scheduler.
     """
     tune_heap()
-    scheduler = build_scheduler(settings, store)
+    mqtt = _mqtt_link(settings, store)
+    scheduler = build_scheduler(settings, store, CycleTracker(mqtt.publish if mqtt else None))
     web = None
-    if settings.web.enabled:
+    if settings.web.enabled or settings.push.enabled:
         from bridge.web.server import BackgroundServer
 
-        web = BackgroundServer(settings, store).start()
+        # [push] alone serves only the push endpoints: the page stays off.
+        web = BackgroundServer(settings, store, page=settings.web.enabled).start()
 
     def stop(signum: int, _frame: Any) -> None:
         log.info("received %s, stopping after the current cycle", signal.Signals(signum).name)
@@ -194,4 +203,32 @@ def run_daemon(settings: Settings, store: Store) -> None:
     finally:
         if web is not None:
             web.stop()
+        if mqtt is not None:
+            mqtt.close()
     log.info("daemon stopped")
+
+
+def _mqtt_link(settings: Settings, store: Store) -> Any:
+    """With [mqtt] on, a link that connects in the background (the broker may be down).
+
+    With it off, entities published earlier are removed once (a down broker: next start).
+    """
+    from bridge.cycle.answer import answer
+    from bridge.out.mqtt.link import MqttLink, remove_entities
+
+    if settings.mqtt.enabled:
+        # The buttons answer exactly like the page's: a Reschedule proposes the next window.
+        return MqttLink(
+            settings,
+            store,
+            answer=lambda rec_id, response, now, channel: answer(
+                store, settings, rec_id, response, now, channel
+            ),
+        ).start()
+    try:
+        message = remove_entities(settings, store, timeout=10.0)
+        if message:
+            log.info("%s", message)
+    except BridgeError as err:
+        log.error("%s", err)
+    return None

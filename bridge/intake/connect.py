@@ -79,11 +79,14 @@ def authorize_google(
     loopback: bool = False,
     open_browser: bool = True,
     client_secrets_file: str | None = None,
+    tasks: bool = False,
 ) -> str:
-    """InstalledAppFlow with calendar.readonly and offline access; stores the credentials."""
+    """InstalledAppFlow with calendar.readonly (and tasks.readonly when `tasks`) and
+    offline access; stores the credentials. One token serves both Google sources."""
     from google_auth_oauthlib.flow import InstalledAppFlow
 
     from connectors.google_calendar import SCOPES, save_credentials
+    from connectors.google_tasks import SCOPE as TASKS_SCOPE
 
     cfg = settings.sources.google_calendar
     path = Path(client_secrets_file or cfg.client_secrets_file).expanduser()
@@ -97,7 +100,9 @@ def authorize_google(
     port = cfg.redirect_port
     try:
         flow = InstalledAppFlow.from_client_secrets_file(
-            str(path), scopes=list(SCOPES), redirect_uri=f"http://localhost:{port}/"
+            str(path),
+            scopes=[*SCOPES, TASKS_SCOPE] if tasks else list(SCOPES),
+            redirect_uri=f"http://localhost:{port}/",
         )
     except (ValueError, KeyError, OSError) as err:
         raise ConfigError(f"{path}: not an OAuth client secrets file: {err}") from None
@@ -129,7 +134,20 @@ def authorize_google(
             "myaccount.google.com/permissions and run the command again"
         )
     save_credentials(secrets, creds)
-    return "Google Calendar connected (scope calendar.readonly, offline access)"
+    if tasks:
+        granted = set(creds.scopes or []) | set(getattr(creds, "granted_scopes", None) or [])
+        if granted and TASKS_SCOPE not in granted:
+            return (
+                "Google Calendar connected (scope calendar.readonly, offline access), but the "
+                "Tasks permission was not ticked on Google's consent page; run "
+                "`rhythm-bridge auth google --tasks` again and allow it"
+            )
+        return "Google Calendar and Google Tasks connected (read-only, offline access)"
+    return (
+        "Google Calendar connected (scope calendar.readonly, offline access). To let the "
+        "Progress meter read your Google Tasks too (read-only), run "
+        "`rhythm-bridge auth google --tasks`"
+    )
 
 
 def revoke_google(settings: Settings, secrets: Secrets, client: httpx.Client) -> str:
@@ -254,11 +272,13 @@ def authorize_garmin(
 # section -> (the long-lived credential, the cached token with its expiry)
 CREDENTIALS = {
     "google_calendar": ("google_calendar:token", "google_calendar:token"),
+    "google_tasks": ("google_calendar:token", "google_calendar:token"),
     "whoop": ("whoop:token", "whoop:token"),
     "garmin": ("garmin:api_key", "garmin:token"),
 }
 SECRET_NAMES = {
     "google_calendar": ("google_calendar:token",),
+    "google_tasks": ("google_calendar:token",),
     "whoop": ("whoop:token", "whoop:client_secret", "whoop:user_id"),
     "garmin": ("garmin:api_key", "garmin:token"),
 }
@@ -277,12 +297,18 @@ def auth_status(settings: Settings, secrets: Secrets, store: Any) -> dict[str, A
         if doc.get("expires_at"):
             expires = datetime.fromtimestamp(float(doc["expires_at"]), UTC).isoformat()
         state = get_state(store, section)
+        stored = secrets.get(credential) is not None
+        if section == "google_tasks":
+            from connectors.google_tasks import has_tasks_scope
+
+            # The Google token is shared: Tasks needs it to carry the tasks scope.
+            stored = stored and has_tasks_scope(doc)
         rows.append(
             {
                 "source": section,
                 "command": f"rhythm-bridge auth {short}",
                 "enabled": cfg.enabled,
-                "credentials_stored": secrets.get(credential) is not None,
+                "credentials_stored": stored,
                 "access_token_expires": expires,
                 "sync_status": state.status if state else "never",
             }
@@ -294,7 +320,7 @@ def revoke(settings: Settings, secrets: Secrets, section: str, client: httpx.Cli
     """Revoke at the provider where it has an endpoint, then forget the local secrets."""
     remote = "Garmin has no revoke endpoint; delete the key in Garmin Connect web"
     try:
-        if section == "google_calendar":
+        if section in ("google_calendar", "google_tasks"):  # one token for both
             remote = revoke_google(settings, secrets, client)
         elif section == "whoop":
             remote = revoke_whoop(settings, secrets, client)

@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
 from bridge.errors import InputError
+from bridge.intake.tasks import delete_missing, write_tasks
 from bridge.store import Store, upsert
 from bridge.store.db import utcnow
 from bridge.store.models import CalendarEvent, ImportedFile, Reading, SyncState
@@ -34,6 +35,8 @@ from connectors.base import (
     Record,
     ReplaceScope,
     Skipped,
+    TaskRecord,
+    TaskScope,
 )
 from connectors.validate import (
     EARLIEST,
@@ -42,6 +45,7 @@ from connectors.validate import (
     RANGES,
     check_event,
     check_reading,
+    check_task,
 )
 
 _INFINITE = (float("inf"), float("-inf"))
@@ -280,11 +284,17 @@ def write_records(
     """Upsert a stream of records in batches inside the caller's transaction."""
     readings = ReadingWriter(session, source, now)
     events: list[dict[str, Any]] = []
+    tasks: list[dict[str, Any]] = []
     scopes: list[ReplaceScope] = []
+    task_scopes: list[TaskScope] = []
     seen_events: dict[str, set[tuple[str, str]]] = {}
+    seen_tasks: dict[str, set[str]] = {}
 
     def flush() -> None:
         summary.new += readings.flush()
+        if tasks:
+            summary.new += write_tasks(session, source, tasks, now)
+            tasks.clear()
         if events:
             summary.new += upsert(
                 session,
@@ -340,6 +350,24 @@ def write_records(
             by_type["event"] = by_type.get("event", 0) + 1
             if len(pending) + len(events) < BATCH:
                 continue
+        elif type(rec) is TaskRecord:
+            row = None
+            try:
+                reason = check_task(rec, wall_clock)
+                row = rec.row(source, now) if reason is None else None
+            except OverflowError:
+                reason = "date out of range"
+            if row is None or reason is not None:
+                note_skip("task", reason or "date out of range")
+                continue
+            tasks.append(row)
+            seen_tasks.setdefault(rec.list_id, set()).add(rec.uid)
+            by_type["task"] = by_type.get("task", 0) + 1
+            if len(pending) + len(events) + len(tasks) < BATCH:
+                continue
+        elif type(rec) is TaskScope:
+            task_scopes.append(rec)
+            continue
         else:
             scopes.append(rec)
             continue
@@ -351,6 +379,10 @@ def write_records(
     for scope in scopes:
         summary.cancelled += cancel_missing(
             session, source, scope, seen_events.get(scope.calendar_id, set()), now
+        )
+    for task_scope in task_scopes:
+        summary.cancelled += delete_missing(
+            session, source, task_scope, seen_tasks.get(task_scope.list_id, set()), now
         )
 
 

@@ -29,6 +29,7 @@ log = logging.getLogger("rhythm_bridge.sync")
 # config section name -> connector module
 LIVE_SOURCES = {
     "google_calendar": "connectors.google_calendar",
+    "google_tasks": "connectors.google_tasks",
     "whoop": "connectors.whoop",
     "garmin": "connectors.garmin",
 }

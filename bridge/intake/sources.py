@@ -138,6 +138,7 @@ SCHEDULED: dict[str, Callable[..., tuple[int, ...]]] = {
     "apple_health": _apple_health,
     "ics": _ics,
     "google_calendar": _live("google_calendar"),
+    "google_tasks": _live("google_tasks"),
     "whoop": _live("whoop"),
     "garmin": _garmin,
 }

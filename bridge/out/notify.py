@@ -54,11 +54,7 @@ def set_ntfy_token(settings: Settings, token: str | None) -> None:
     """Keep (or with None, forget) the ntfy server's access token in the keyring."""
     from bridge.auth.secrets import Secrets
 
-    store = Secrets.from_settings(settings)
-    if token:
-        store.set(NTFY_KEYRING_USER, token)
-    else:
-        store.delete(NTFY_KEYRING_USER)
+    Secrets.from_settings(settings).put(NTFY_KEYRING_USER, token)
 
 
 def _callback_token(settings: Settings) -> str | None:

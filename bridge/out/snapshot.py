@@ -108,6 +108,34 @@ def upcoming_recommendation(
     return (row[0], row[1]) if row else None
 
 
+def answered_document(rec: Recommendation, fb: Feedback | None, tz: Any = None) -> dict[str, Any]:
+    """The recommendation with how and when it was answered (the page, the API, MQTT)."""
+    doc = recommendation_document(rec, fb, tz)
+    doc["channel"] = fb.channel if fb else None
+    doc["answered_at"] = iso(fb.created_at) if fb else None
+    return doc
+
+
+def current_recommendation(
+    store: Store, settings: Settings, now: datetime
+) -> dict[str, Any] | None:
+    """What the buttons answer: the recommendation for the coming slot (or the later one a
+    busy slot moved it to), else the current slot's; None if neither."""
+    from bridge.clock import current_slot, target_slot
+
+    with store.session() as session:
+        found = upcoming_recommendation(session, target_slot(settings, now))
+        if found is None:
+            cur = current_slot(settings, now)
+            row = session.execute(
+                select(Recommendation, Feedback)
+                .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
+                .where(Recommendation.local_date == cur.local_date, Recommendation.slot == cur.slot)
+            ).first()
+            found = (row[0], row[1]) if row else None
+    return answered_document(*found, settings.tz) if found else None
+
+
 def events_of_day(
     store: Store, settings: Settings, day: date, *, with_ids: bool = False
 ) -> list[dict[str, Any]]:

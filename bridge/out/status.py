@@ -9,11 +9,12 @@ from sqlalchemy import func, select
 
 from bridge.config import Settings
 from bridge.errors import auth_command
+from bridge.intake.push import devices
 from bridge.intake.sources import SCHEDULED, get_state, next_due
 from bridge.out.snapshot import iso
 from bridge.store import Store
 from bridge.store.db import schema_version
-from bridge.store.models import CalendarEvent, Reading
+from bridge.store.models import CalendarEvent, Reading, Task
 
 # Which meters each stored metric feeds, for the freshness report (the inputs of
 # mappings/meter_weights.toml by the metric they are computed from; a test keeps the two
@@ -30,6 +31,7 @@ METER_INPUTS: dict[str, tuple[str, ...]] = {
     "workout": ("vitality",),
     "mindful": ("serenity",),
     "calendar": ("cognition", "progress", "serenity", "connection"),
+    "tasks": ("progress",),
 }
 # A source is "silent" when its last success is older than this many intervals.
 SILENT_AFTER_INTERVALS = 2
@@ -46,6 +48,7 @@ def freshness(store: Store, now: datetime) -> list[dict[str, Any]]:
         newest["calendar"] = session.execute(
             select(func.max(CalendarEvent.updated_at))
         ).scalar_one_or_none()
+        newest["tasks"] = session.execute(select(func.max(Task.updated_at))).scalar_one_or_none()
     out = []
     for metric, meters in METER_INPUTS.items():
         last = newest.get(metric)
@@ -82,6 +85,20 @@ def silence_warnings(settings: Settings, store: Store, now: datetime) -> list[st
                 f"{cfg.interval_minutes} min (last error: {state.last_error or 'none'})"
             )
     return warnings
+
+
+def push_devices(settings: Settings, store: Store) -> list[dict[str, Any]]:
+    """Each phone that pushes Apple data: its last push, records, last error."""
+    if not settings.push.enabled:
+        return []
+    return [
+        {
+            **d,
+            "last_push": iso(d["last_push"]),
+            "last_error_at": iso(d["last_error_at"]),
+        }
+        for d in devices(store)
+    ]
 
 
 def collect_status(settings: Settings, store: Store, now: datetime | None = None) -> dict[str, Any]:
@@ -130,6 +147,7 @@ def collect_status(settings: Settings, store: Store, now: datetime | None = None
         "last_cycle": last_cycle,
         "next_cycle": next_cycle,
         "sources": sources,
+        "push_devices": push_devices(settings, store),
         "freshness": freshness(store, now),
         "warnings": silence_warnings(settings, store, now),
     }

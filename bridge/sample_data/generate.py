@@ -1,4 +1,4 @@
-"""Generate the bundled demo data: an Apple Health export and a calendar.
+"""Generate the bundled demo data: an Apple Health export, a calendar and a to-do list.
 
     python -m bridge.sample_data.generate [OUT_DIR]
 
@@ -306,7 +306,59 @@ def calendar_ics() -> bytes:
     return cal.to_ical()
 
 
-def write(out_dir: Path) -> tuple[Path, Path]:
+def tasks_ics() -> bytes:
+    """A Nextcloud-Tasks-style to-do list: weekday chores with due dates, most ticked off
+    (some late), two left overdue, one reopened, and the coming week's still open."""
+    import icalendar
+
+    rng = random.Random(SEED + 24)
+    cal = icalendar.Calendar()
+    cal.add("prodid", "-//rhythm-bridge//demo tasks//EN")
+    cal.add("version", "2.0")
+    utc = ZoneInfo("UTC")
+    stamp = DEMO_NOW.astimezone(utc)
+    chores = [
+        "Review pull requests",
+        "Answer support tickets",
+        "Write weekly update",
+        "Prepare slides for planning",
+        "Update project roadmap",
+        "Pay invoices",
+        "Gym",
+        "Call the dentist",
+        "Read chapter of Python book",
+        "Tidy up inbox",
+    ]
+    day = FIRST_DAY + timedelta(days=5)
+    n = 0
+    while day <= DEMO_NOW.date() + timedelta(days=6):
+        if day.weekday() < 5:
+            for _ in range(rng.choice((1, 2, 2, 3))):
+                n += 1
+                title = chores[rng.randrange(len(chores))]
+                todo = icalendar.Todo()
+                todo.add("uid", f"task-{n}@demo")
+                todo.add("summary", title)
+                todo.add("dtstamp", stamp)
+                created = datetime.combine(day - timedelta(days=rng.randint(1, 4)), time(9), TZ)
+                todo.add("created", created.astimezone(utc))
+                todo.add("due", day)
+                finished = datetime.combine(day, time(10), TZ) + timedelta(
+                    hours=rng.uniform(-20, 30)
+                )
+                if finished < DEMO_NOW - timedelta(hours=2) and rng.random() < 0.88:
+                    todo.add("status", "COMPLETED")
+                    todo.add("completed", finished.astimezone(utc))
+                    todo.add("percent-complete", 100)
+                else:
+                    todo.add("status", "NEEDS-ACTION")
+                todo.add("priority", rng.choice((0, 1, 5, 9)))
+                cal.add_component(todo)
+        day += timedelta(days=1)
+    return cal.to_ical()
+
+
+def write(out_dir: Path) -> tuple[Path, Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(SEED)
     export = out_dir / "apple_health_export.zip"
@@ -316,7 +368,9 @@ def write(out_dir: Path) -> tuple[Path, Path]:
         zf.writestr(info, health_xml(rng).encode("utf-8"))
     calendar = out_dir / "calendar.ics"
     calendar.write_bytes(calendar_ics())
-    return export, calendar
+    tasks = out_dir / "tasks.ics"
+    tasks.write_bytes(tasks_ics())
+    return export, calendar, tasks
 
 
 if __name__ == "__main__":

@@ -253,3 +253,55 @@ class LLMAnswer(SQLModel, table=True):
     action: str = Field(max_length=24)
     confidence: float
     created_at: datetime
+
+
+class Task(SQLModel, table=True):
+    """One to-do as its source has it now; how it got there is in `task_history`."""
+
+    __tablename__ = "tasks"
+    __table_args__ = (
+        UniqueConstraint("source", "list_id", "uid", name="uq_tasks_natural"),
+        Index("ix_tasks_due", "due_utc"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    source: str = Field(max_length=32)  # google_tasks, ics
+    list_id: str = Field(max_length=300)
+    uid: str = Field(max_length=300)
+    title: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    status: str = Field(default="open", max_length=16)  # open|done|cancelled
+    # The deadline instant; a date-only due is the end of that local day (due_all_day).
+    due_utc: datetime | None = None
+    due_all_day: bool = False
+    created_utc: datetime | None = None
+    completed_utc: datetime | None = None
+    deleted: bool = False
+    priority: int = 0  # iCalendar PRIORITY: 1 highest .. 9 lowest, 0 undefined
+    percent: int | None = None
+    parent: str = Field(default="", max_length=300)
+    content_hash: str = Field(default="", max_length=64)
+    action: str | None = Field(default=None, max_length=24)
+    action_confidence: float | None = None
+    classified_hash: str = Field(default="", max_length=64)
+    updated_at: datetime
+
+
+class TaskChange(SQLModel, table=True):
+    """One change of a task: created, due, completed, uncompleted, deleted, restored.
+
+    `at_utc` is when it happened (the source's own time where it gives one, else when the
+    bridge first saw it), so completion per day can be counted for any past date.
+    """
+
+    __tablename__ = "task_history"
+    __table_args__ = (
+        UniqueConstraint("task_id", "kind", "at_utc", name="uq_task_history"),
+        Index("ix_task_history_at", "at_utc"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id")
+    kind: str = Field(max_length=16)
+    at_utc: datetime
+    due_utc: datetime | None = None  # the new due date of a "due" change
+    recorded_at: datetime

@@ -33,7 +33,7 @@ from bridge.learning.corrections import LABELS, UnknownEvent, correct_event_labe
 from bridge.learning.feedback import UnknownRecommendation
 from bridge.out.snapshot import recommendation_document
 from bridge.store import Store
-from bridge.web import access, views
+from bridge.web import access, push, views
 from bridge.web.charts import sparkline
 from bridge.web.limits import BodyLimit
 
@@ -54,6 +54,7 @@ SECURITY_HEADERS = {
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
+PUSH_PREFIX = push.PUSH_PREFIX
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 
 
@@ -120,6 +121,9 @@ class Guard:
 
         request = Request(scope)
         path = request.url.path
+        if path.startswith(PUSH_PREFIX):  # device tokens, checked by the endpoint itself
+            await self.app(scope, receive, send_secure)
+            return
         refusal: Response | None = None
         if path.startswith(FEED_PREFIX):
             pass  # checked by calendar_feed against the feed token
@@ -165,7 +169,7 @@ def _login_page(request: Request, status_code: int = 200, error: str | None = No
 # ---- the page -------------------------------------------------------------------------
 
 
-def page(request: Request) -> Response:
+def page_view(request: Request) -> Response:
     st = _state(request)
     now = st.now()
     meter_doc = views.meters(st.store, st.settings, now)
@@ -393,13 +397,15 @@ def create_app(
     *,
     host: str | None = None,
     clock: Callable[[], datetime] | None = None,
+    page: bool = True,
 ) -> Starlette:
     """The app for a server bound to `host` (default: the configured one).
 
     A non-loopback host needs the access token (made and kept in the keyring on first use).
+    `page=False` serves only the push endpoints (and /healthz): the page stays off.
     """
     host = settings.web.host if host is None else host
-    require_token = not access.is_loopback(host)
+    require_token = page and not access.is_loopback(host)
     token = ensure_access_token(settings) if require_token else get_access_token(settings)
     state = WebState(
         settings=settings,
@@ -410,27 +416,35 @@ def create_app(
         csrf=access.csrf_token(token or secrets.token_urlsafe(32)),
         clock=clock or (lambda: datetime.now(UTC)),
     )
-    routes = [
-        Route("/", page),
-        Route("/feedback", feedback_form, methods=["POST"]),
-        Route("/events/{event_id}/label", label_form, methods=["POST"]),
-        Route("/login", login, methods=["GET", "POST"]),
-        Route("/logout", logout, methods=["POST"]),
-        Route("/healthz", healthz),
-        Route(FEED_PREFIX + "{token}.ics", calendar_feed, methods=["GET", "HEAD"]),
-        Route("/api/meters", api_meters),
-        Route("/api/recommendation", api_recommendation),
-        Route("/api/feedback", api_feedback, methods=["GET", "POST"]),
-        Route("/api/events", api_events),
-        Route("/api/events/{event_id}/label", api_label, methods=["POST"]),
-        Route("/api/status", api_status),
-        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
-    ]
+    routes = (
+        [Route("/healthz", healthz)]
+        if not page
+        else [
+            Route("/", page_view),
+            Route("/feedback", feedback_form, methods=["POST"]),
+            Route("/events/{event_id}/label", label_form, methods=["POST"]),
+            Route("/login", login, methods=["GET", "POST"]),
+            Route("/logout", logout, methods=["POST"]),
+            Route("/healthz", healthz),
+            Route(FEED_PREFIX + "{token}.ics", calendar_feed, methods=["GET", "HEAD"]),
+            Route("/api/meters", api_meters),
+            Route("/api/recommendation", api_recommendation),
+            Route("/api/feedback", api_feedback, methods=["GET", "POST"]),
+            Route("/api/events", api_events),
+            Route("/api/events/{event_id}/label", api_label, methods=["POST"]),
+            Route("/api/status", api_status),
+            Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        ]
+    )
+    if settings.push.enabled:
+        routes.extend(push.routes())
     app = Starlette(
         routes=routes,
         middleware=[
             Middleware(Guard, state=state),
-            Middleware(BodyLimit, max_bytes=settings.web.max_body_kb * 1024),
+            Middleware(
+                BodyLimit, max_bytes=settings.web.max_body_kb * 1024, own_caps=(PUSH_PREFIX,)
+            ),
         ],
         exception_handlers={HTTPException: _on_http, BridgeError: _on_bridge},
     )

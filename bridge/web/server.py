@@ -43,12 +43,13 @@ def make_server(
     *,
     host: str,
     clock: Callable[[], datetime] | None = None,
+    page: bool = True,
 ) -> Any:
     import uvicorn
 
     from bridge.web.app import create_app
 
-    app = create_app(settings, store, host=host, clock=clock)
+    app = create_app(settings, store, host=host, clock=clock, page=page)
     # No access log: request lines would put the person's activity into the journal.
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     return uvicorn.Server(config)
@@ -85,12 +86,13 @@ class BackgroundServer:
         host: str | None = None,
         port: int | None = None,
         clock: Callable[[], datetime] | None = None,
+        page: bool = True,
     ) -> None:
         self.host = settings.web.host if host is None else host
         self.sock = bind(self.host, settings.web.port if port is None else port)
         self.port = self.sock.getsockname()[1]
         try:
-            self.server = make_server(settings, store, host=self.host, clock=clock)
+            self.server = make_server(settings, store, host=self.host, clock=clock, page=page)
         except BaseException:
             self.sock.close()
             raise

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
 
 from bridge.config import Settings
 from bridge.out.snapshot import (
+    answered_document,
+    current_recommendation,
     events_of_day,
-    iso,
     recommendation_document,
     slot_documents,
-    upcoming_recommendation,
 )
 from bridge.store import Store
 from bridge.store.models import Feedback, Recommendation
@@ -42,35 +42,9 @@ def meters(store: Store, settings: Settings, now: datetime, days: int = TREND_DA
     }
 
 
-def _recommendation_row(
-    session: Any, local_date: date, slot: int
-) -> tuple[Recommendation, Feedback | None] | None:
-    row = session.execute(
-        select(Recommendation, Feedback)
-        .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
-        .where(Recommendation.local_date == local_date, Recommendation.slot == slot)
-    ).first()
-    return (row[0], row[1]) if row else None
-
-
-def _with_answer(rec: Recommendation, fb: Feedback | None, tz: Any = None) -> dict[str, Any]:
-    doc = recommendation_document(rec, fb, tz)
-    doc["channel"] = fb.channel if fb else None
-    doc["answered_at"] = iso(fb.created_at) if fb else None
-    return doc
-
-
 def recommendation(store: Store, settings: Settings, now: datetime) -> dict[str, Any] | None:
-    """The recommendation for the coming slot (or the later one a busy slot moved it to),
-    else the current slot's; None if neither."""
-    from bridge.clock import current_slot, target_slot
-
-    with store.session() as session:
-        found = upcoming_recommendation(session, target_slot(settings, now))
-        if found is None:
-            cur = current_slot(settings, now)
-            found = _recommendation_row(session, cur.local_date, cur.slot)
-    return _with_answer(*found, settings.tz) if found else None
+    """The recommendation the page's buttons answer (see current_recommendation)."""
+    return current_recommendation(store, settings, now)
 
 
 def interaction_history(
@@ -84,7 +58,7 @@ def interaction_history(
             .order_by(Recommendation.local_date.desc(), Recommendation.slot.desc())
             .limit(limit)
         ).all()
-    return [_with_answer(rec, fb, tz) for rec, fb in rows]
+    return [answered_document(rec, fb, tz) for rec, fb in rows]
 
 
 def events_today(store: Store, settings: Settings, now: datetime) -> list[dict[str, Any]]:

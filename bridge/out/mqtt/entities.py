@@ -1,0 +1,324 @@
+"""What Home Assistant sees: one device, its entities' discovery configs and their states.
+
+Follows Home Assistant's MQTT discovery rules: a config topic
+`<discovery_prefix>/<component>/<node_id>/<object_id>/config` (ids of [a-zA-Z0-9_-]),
+a `unique_id` per entity, one `device` shared by all, an availability topic with
+`online`/`offline`. States are plain payloads (a number, an action, ON/OFF, or `None`,
+which Home Assistant shows as unknown); attributes are JSON objects on their own topic.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from mappings.actions import ACTIONS, BELIEF_AXES, METERS
+
+ONLINE, OFFLINE = "online", "offline"
+ANSWERS = ("accept", "ignore", "reschedule")
+NONE = "None"  # Home Assistant's payload for "unknown"
+TOP_INPUTS = 3
+# Keys another part of the pipeline may add to a slot's per-meter documents (freshness)
+# and to a recommendation (the free window it fits in); passed on when present.
+STALENESS_KEYS = ("staleness", "freshness")
+ICONS = {
+    "vitality": "mdi:heart-pulse",
+    "cognition": "mdi:brain",
+    "progress": "mdi:progress-check",
+    "serenity": "mdi:meditation",
+    "connection": "mdi:account-group",
+}
+
+
+@dataclass(frozen=True)
+class Topics:
+    """Every topic of one installation, derived from [mqtt] discovery_prefix and base_topic."""
+
+    discovery_prefix: str
+    base: str
+
+    @property
+    def node(self) -> str:
+        # A discovery topic level allows only [a-zA-Z0-9_-].
+        return re.sub(r"[^a-zA-Z0-9_-]", "_", self.base)
+
+    @property
+    def availability(self) -> str:
+        """online while a rhythm-bridge process is connected; the last will says offline."""
+        return f"{self.base}/availability"
+
+    @property
+    def listening(self) -> str:
+        """online only while the daemon listens for button presses (`run --once` does not)."""
+        return f"{self.base}/answers/availability"
+
+    @property
+    def ha_status(self) -> str:
+        """Home Assistant's birth message: it says online after it restarts."""
+        return f"{self.discovery_prefix}/status"
+
+    def answer(self, kind: str) -> str:
+        return f"{self.base}/answer/{kind}"
+
+    def config(self, component: str, object_id: str) -> str:
+        return f"{self.discovery_prefix}/{component}/{self.node}/{object_id}/config"
+
+    def state(self, object_id: str) -> str:
+        return f"{self.base}/{object_id}/state"
+
+    def attributes(self, object_id: str) -> str:
+        return f"{self.base}/{object_id}/attributes"
+
+
+@dataclass
+class Messages:
+    """Retained messages to publish: discovery configs, then states and attributes."""
+
+    configs: dict[str, str] = field(default_factory=dict)
+    states: dict[str, str] = field(default_factory=dict)
+
+
+def _version() -> str:
+    try:
+        return version("rhythm-bridge")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def device(topics: Topics) -> dict[str, Any]:
+    return {
+        "identifiers": [f"rhythm_bridge_{topics.node}"],
+        "name": "rhythm-bridge",
+        "manufacturer": "rhythm-bridge",
+        "model": "Personal rhythm daemon",
+        "sw_version": _version(),
+    }
+
+
+def _base_config(topics: Topics, object_id: str, name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "unique_id": f"{topics.node}_{object_id}",
+        "device": device(topics),
+        "origin": {"name": "rhythm-bridge", "sw_version": _version()},
+        "availability": [
+            {
+                "topic": topics.availability,
+                "payload_available": ONLINE,
+                "payload_not_available": OFFLINE,
+            }
+        ],
+    }
+
+
+def _sensor(topics: Topics, object_id: str, name: str, **extra: Any) -> dict[str, Any]:
+    return {
+        **_base_config(topics, object_id, name),
+        "state_topic": topics.state(object_id),
+        "json_attributes_topic": topics.attributes(object_id),
+        **extra,
+    }
+
+
+def source_object_id(source: str) -> str:
+    return f"source_{source}"
+
+
+def configs(topics: Topics, sources: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """object_id -> (component, discovery config) for every entity, in a stable order."""
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for m in METERS:
+        out[m] = (
+            "sensor",
+            _sensor(
+                topics,
+                m,
+                m.capitalize(),
+                unit_of_measurement="%",
+                state_class="measurement",
+                suggested_display_precision=0,
+                icon=ICONS[m],
+            ),
+        )
+    out["recommendation"] = (
+        "sensor",
+        _sensor(
+            topics,
+            "recommendation",
+            "Recommendation",
+            device_class="enum",
+            options=list(ACTIONS),
+            icon="mdi:lightbulb-on-outline",
+        ),
+    )
+    for axis in BELIEF_AXES:
+        object_id = f"belief_{axis}"
+        out[object_id] = (
+            "sensor",
+            _sensor(
+                topics,
+                object_id,
+                f"Belief {axis}",
+                state_class="measurement",
+                suggested_display_precision=2,
+                icon="mdi:account-question-outline",
+            ),
+        )
+    for source in sources:
+        object_id = source_object_id(source)
+        out[object_id] = (
+            "binary_sensor",
+            _sensor(
+                topics,
+                object_id,
+                f"Source {source.replace('_', ' ')}",
+                device_class="problem",
+                entity_category="diagnostic",
+                payload_on="ON",
+                payload_off="OFF",
+            ),
+        )
+    for kind in ANSWERS:
+        button = _base_config(topics, kind, kind.capitalize())
+        # Pressable only while the daemon is connected and listening.
+        button["availability"].append(
+            {
+                "topic": topics.listening,
+                "payload_available": ONLINE,
+                "payload_not_available": OFFLINE,
+            }
+        )
+        button["availability_mode"] = "all"
+        out[kind] = (
+            "button",
+            {
+                **button,
+                "command_topic": topics.answer(kind),
+                "payload_press": "PRESS",
+                "qos": 1,
+                "icon": {
+                    "accept": "mdi:check",
+                    "ignore": "mdi:close",
+                    "reschedule": "mdi:calendar-refresh",
+                }[kind],
+            },
+        )
+    return out
+
+
+def _top_inputs(provenance: dict[str, Any]) -> list[dict[str, Any]]:
+    """The inputs that moved the value most, by the size of their effect."""
+    inputs = [i for i in provenance.get("inputs", []) if isinstance(i, dict)]
+    inputs.sort(key=lambda i: abs(i.get("effect") or 0.0), reverse=True)
+    keys = ("name", "value", "unit", "effect")
+    return [{k: i.get(k) for k in keys} for i in inputs[:TOP_INPUTS]]
+
+
+def meter_states(slot: dict[str, Any] | None) -> dict[str, tuple[str, dict[str, Any]]]:
+    """object_id -> (state, attributes) for the five meters of the current slot."""
+    out = {}
+    for m in METERS:
+        if slot is None:
+            out[m] = (NONE, {"reason": "no meters for this slot yet"})
+            continue
+        value = slot[m]
+        provenance = slot["provenance"].get(m) or {}
+        attrs: dict[str, Any] = {
+            "value": value,
+            "confidence": slot["confidence"][m],
+            "top_inputs": _top_inputs(provenance),
+            "missing_inputs": provenance.get("missing", []),
+            "date": slot["date"],
+            "slot": slot["slot"],
+            "slot_name": slot["slot_name"],
+        }
+        for key in STALENESS_KEYS:
+            if isinstance(slot.get(key), dict) and m in slot[key]:
+                attrs["staleness"] = slot[key][m]
+                break
+        if value is None and provenance.get("reason"):
+            attrs["reason"] = provenance["reason"]
+        out[m] = (NONE if value is None else f"{round(value * 100, 1)}", attrs)
+    return out
+
+
+def recommendation_states(rec: dict[str, Any] | None) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The recommendation and the belief [S, M, W] the runner made it with."""
+    if rec is None:
+        out = {"recommendation": (NONE, {"reason": "no recommendation for this slot yet"})}
+        for axis in BELIEF_AXES:
+            out[f"belief_{axis}"] = (NONE, {})
+        return out
+    attrs = {
+        k: rec.get(k)
+        for k in (
+            "id",
+            "date",
+            "slot",
+            "slot_name",
+            "rationale",
+            "runner",
+            "response",
+            "channel",
+            "answered_at",
+        )
+    }
+    for key in ("window", "window_reason"):  # the free window it fits in, when known
+        if key in rec:
+            attrs[key] = rec[key]
+    out = {"recommendation": (rec["action"], attrs)}
+    belief = rec.get("belief") or []
+    for i, axis in enumerate(BELIEF_AXES):
+        value = belief[i] if i < len(belief) else None
+        out[f"belief_{axis}"] = (
+            NONE if value is None else f"{round(value, 4)}",
+            {"recommendation_id": rec["id"], "axes": list(BELIEF_AXES), "belief": belief},
+        )
+    return out
+
+
+def source_states(sources: list[dict[str, Any]], warnings: list[str]):
+    """object_id -> (ON/OFF, attributes) per enabled source (ON: it needs attention)."""
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for s in sources:
+        if not s["enabled"]:
+            continue
+        warning = next((w for w in warnings if w.startswith(f"{s['source']}:")), None)
+        problem = s["status"] in ("error", "reauth_required") or warning is not None
+        attrs = {
+            k: s.get(k)
+            for k in (
+                "status",
+                "last_success",
+                "last_error",
+                "last_error_at",
+                "next_run",
+                "action_needed",
+            )
+        }
+        attrs["warning"] = warning
+        out[source_object_id(s["source"])] = ("ON" if problem else "OFF", attrs)
+    return out
+
+
+def messages(
+    topics: Topics,
+    slot: dict[str, Any] | None,
+    rec: dict[str, Any] | None,
+    status: dict[str, Any],
+) -> Messages:
+    """All retained messages for the current state (configs first, so entities exist)."""
+    sources = source_states(status["sources"], status.get("warnings", []))
+    found = {**meter_states(slot), **recommendation_states(rec), **sources}
+    enabled = [s["source"] for s in status["sources"] if s["enabled"]]
+    out = Messages()
+    for object_id, (component, config) in configs(topics, enabled).items():
+        out.configs[topics.config(component, object_id)] = json.dumps(config, sort_keys=True)
+        if object_id in found:
+            state, attrs = found[object_id]
+            out.states[topics.state(object_id)] = state
+            out.states[topics.attributes(object_id)] = json.dumps(attrs, sort_keys=True)
+    return out

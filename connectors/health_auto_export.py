@@ -1,0 +1,409 @@
+"""Health Auto Export (the iOS app's "REST API" automation, or its JSON files) -> readings.
+
+The app posts `{"data": {"metrics": [...], "workouts": [...]}}`. Each metric has a `name`,
+`units` and `data[]` of `{date, qty}` (heart rate: `Min`/`Avg`/`Max`); `sleep_analysis` is
+either one summary per night ("Summarize Data" on: `sleepStart`/`sleepEnd` or
+`inBedStart`/`inBedEnd` plus hours asleep/core/deep/REM/awake/in bed) or one item per
+stage interval (`startDate`, `endDate`, `value`). Dates are "yyyy-MM-dd HH:mm:ss Z"
+(12-hour clocks and the narrow no-break space of newer iOS versions occur too).
+
+The body is read as a stream of JSON events (ijson), never as one document: a first push
+that backfills a year of minute heart rate is 50 MB of JSON, half a million items.
+
+When the app summarises, one item stands for a bucket (a minute, an hour, a day) that
+starts at `date`; the push says which in its `automation-aggregation` header, and older
+versions say nothing, so a metric's bucket is inferred from its first two items (items a
+day apart at midnight are days, an hour apart on the hour are hours). A bucket is stored as
+[date, date + bucket), so the same bucket pushed again, larger, replaces the stored one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import IO, Any
+
+from bridge.errors import InputError
+from connectors.base import ReadContext, ReadingRecord, Skipped
+from connectors.live import packed_sleep
+
+KIND = "health-auto-export"
+SOURCE = "apple_push"
+
+# The app's metric name -> (our metric, unit stored, {their unit: factor to ours}).
+METRICS: dict[str, tuple[str, str, dict[str, float]]] = {
+    "heart_rate": ("heart_rate", "count/min", {"count/min": 1, "bpm": 1, "count/s": 60}),
+    "resting_heart_rate": ("resting_hr", "count/min", {"count/min": 1, "bpm": 1, "count/s": 60}),
+    "heart_rate_variability": ("hrv_sdnn", "ms", {"ms": 1, "s": 1000}),
+    "step_count": ("steps", "count", {"count": 1, "steps": 1}),
+    "respiratory_rate": ("respiratory_rate", "count/min", {"count/min": 1, "count/s": 60}),
+    "active_energy": ("active_energy", "kcal", {"kcal": 1, "cal": 1, "kj": 1 / 4.184}),
+    "mindful_minutes": ("mindful", "min", {"min": 1, "hr": 60, "s": 1 / 60}),
+}
+# Points in time (a rate or a level); everything else is an amount over its bucket.
+POINT_METRICS = frozenset({"heart_rate", "resting_hr", "hrv_sdnn", "respiratory_rate"})
+SLEEP = "sleep_analysis"
+SLEEP_STAGES = {
+    "core": "core",
+    "deep": "deep",
+    "rem": "rem",
+    "awake": "awake",
+    "in bed": "in_bed",
+    "inbed": "in_bed",
+    "asleep": "asleep",
+    "unspecified": "asleep",
+}
+KM_PER = {"km": 1.0, "m": 0.001, "mi": 1.609344, "yd": 0.0009144, "ft": 0.0003048}
+KCAL_PER = {"kcal": 1.0, "cal": 1.0, "kj": 1 / 4.184}
+BUCKETS = {
+    "seconds": timedelta(seconds=1),
+    "minutes": timedelta(minutes=1),
+    "hours": timedelta(hours=1),
+    "days": timedelta(days=1),
+}
+PROVIDES = frozenset(
+    {m for m, _, _ in METRICS.values()} | {"sleep", "workout", "workout_energy", "workout_distance"}
+)
+
+_DATE = re.compile(
+    r"(\d{4}-\d{2}-\d{2})[ T](\d{1,2}):(\d{2}):(\d{2})(?:[.,]\d+)?\s*([AaPp]\.?[Mm]\.?)?\s*"
+    r"([+-]\d{2}:?\d{2}|Z)?$"
+)
+_ZONES: dict[str, timezone] = {}
+
+
+@dataclass
+class PushStats:
+    """What a payload held besides readings: counted, reported, never fatal."""
+
+    unknown: dict[str, int] = field(default_factory=dict)  # metric name -> items
+
+
+def parse_date(text: Any, fallback: timezone | None = None) -> datetime:
+    """ "2024-02-06 14:30:00 -0800", "2021-12-24 3:04:05 PM -0800", "2024-02-06" (a date:
+    midnight in `fallback`, the offset of the payload's other dates)."""
+    if not isinstance(text, str):
+        raise ValueError(f"date {text!r} is not text")
+    if len(text) == 25 and text[19] == " " and text[10] == " ":
+        try:  # the app's usual "2024-02-06 14:30:00 -0800", at C speed
+            return datetime.fromisoformat(text[:19] + text[20:])
+        except ValueError:
+            pass
+    clean = text.replace("\u202f", " ").replace("\u00a0", " ").strip()
+    if len(clean) == 10 and fallback is not None:
+        return datetime.fromisoformat(clean).replace(tzinfo=fallback)
+    m = _DATE.match(clean)
+    if m is None or m.group(6) is None:
+        raise ValueError(f"date {text!r} is not like '2024-02-06 14:30:00 -0800'")
+    day, hour, minute, second, ampm, offset = m.groups()
+    h = int(hour)
+    if ampm:
+        pm = ampm[0] in "Pp"
+        if not 1 <= h <= 12:
+            raise ValueError(f"date {text!r}: hour {h} with {ampm}")
+        h = h % 12 + (12 if pm else 0)
+    zone = _ZONES.get(offset)
+    if zone is None:
+        if offset == "Z":
+            zone = UTC
+        else:
+            digits = offset.replace(":", "")
+            delta = timedelta(hours=int(digits[1:3]), minutes=int(digits[3:5]))
+            zone = timezone(-delta if digits[0] == "-" else delta)
+        _ZONES[offset] = zone
+    return datetime.fromisoformat(f"{day}T{h:02d}:{minute}:{second}").replace(tzinfo=zone)
+
+
+def _factor(units: Any, table: dict[str, float], name: str) -> float:
+    unit = str(units or "").strip().lower()
+    if not unit:
+        return 1.0
+    factor = table.get(unit)
+    if factor is None:
+        raise ValueError(f"{name}: unit {units!r} is not one of {', '.join(sorted(table))}")
+    return factor
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        try:
+            return float(value)  # ijson gives Decimal
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} {value!r} is not a number") from None
+    return float(value)
+
+
+def _source(item: dict[str, Any]) -> str:
+    return str(item.get("source") or item.get("sleepSource") or "")[:200]
+
+
+class _Metric:
+    """One metric's items, converted as they stream past (its bucket found on the way)."""
+
+    def __init__(self, name: str, units: Any, bucket: timedelta | None, stats: PushStats):
+        self.name, self.units, self.stats = name, units, stats
+        self.spec = METRICS.get(name)
+        self.bucket = bucket
+        self.pending: list[dict[str, Any]] = []
+        if self.spec is not None:
+            self.factor = _factor(units, self.spec[2], f"{name} units")
+
+    def add(self, item: Any) -> list[ReadingRecord | Skipped]:
+        if self.name == SLEEP:
+            return _guard(SLEEP, item, _sleep_item)
+        if self.spec is None:
+            self.stats.unknown[self.name] = self.stats.unknown.get(self.name, 0) + 1
+            return []
+        if self.bucket is None and self.spec[0] not in POINT_METRICS:
+            self.pending.append(item)
+            if len(self.pending) < 2:
+                return []
+            self.bucket = _infer_bucket(self.pending)
+            out = [r for p in self.pending for r in _guard(self.name, p, self._convert)]
+            self.pending = []
+            return out
+        return _guard(self.name, item, self._convert)
+
+    def finish(self) -> list[ReadingRecord | Skipped]:
+        if not self.pending:
+            return []
+        self.bucket = _infer_bucket(self.pending)
+        out = [r for p in self.pending for r in _guard(self.name, p, self._convert)]
+        self.pending = []
+        return out
+
+    def _convert(self, item: dict[str, Any]) -> list[ReadingRecord]:
+        metric, unit, _ = self.spec  # type: ignore[misc]
+        start = parse_date(item.get("date"))
+        raw = item.get("Avg", item.get("avg")) if "qty" not in item else item["qty"]
+        if raw is None:
+            raise ValueError("no qty or Avg")
+        value = _number(raw, f"{self.name} value") * self.factor
+        if metric in POINT_METRICS:
+            end = start
+        elif metric == "mindful":
+            end = start + timedelta(minutes=value)
+        else:
+            end = start + (self.bucket or timedelta(minutes=1))
+        return [ReadingRecord(metric, start, end, round(value, 4), unit, "", _source(item))]
+
+
+def _infer_bucket(items: list[dict[str, Any]]) -> timedelta:
+    """Items a day apart starting at midnight are days; an hour apart on the hour, hours;
+    anything else (and a lone item not at midnight) a minute."""
+    try:
+        times = sorted({parse_date(i.get("date")) for i in items if isinstance(i, dict)})
+    except ValueError:
+        return timedelta(minutes=1)
+    if not times:
+        return timedelta(minutes=1)
+    first = times[0]
+    gap = times[1] - first if len(times) > 1 else timedelta(days=1)
+    if (first.hour, first.minute, first.second) == (0, 0, 0) and gap >= timedelta(days=1):
+        return timedelta(days=1)
+    if (first.minute, first.second) == (0, 0) and gap >= timedelta(hours=1):
+        return timedelta(hours=1)
+    return timedelta(minutes=1)
+
+
+def _guard(name: str, item: Any, convert: Any) -> list[ReadingRecord | Skipped]:
+    if not isinstance(item, dict):
+        return [Skipped(name, f"a {name} item is {type(item).__name__}, not an object")]
+    try:
+        return convert(item)
+    except (KeyError, TypeError, ValueError, ArithmeticError, AttributeError) as err:
+        return [Skipped(name, f"malformed {name} item ({err})"[:300])]
+
+
+def _hours(item: dict[str, Any], key: str) -> float:
+    value = item.get(key)
+    return 0.0 if value is None else round(_number(value, key) * 60, 3)
+
+
+def _sleep_item(item: dict[str, Any]) -> list[ReadingRecord]:
+    origin = _source(item)
+    if "startDate" in item:  # one stage interval
+        value = str(item.get("value", "")).strip().lower()
+        label = SLEEP_STAGES.get(value)
+        if label is None:
+            raise ValueError(f"sleep stage {item.get('value')!r}")
+        start, end = parse_date(item["startDate"]), parse_date(item["endDate"])
+        minutes = (end - start).total_seconds() / 60
+        return [ReadingRecord("sleep", start, end, round(minutes, 3), "min", label, origin)]
+    # One night's summary: its span and hours per stage, laid back to back.
+    start = parse_date(item.get("sleepStart") or item["inBedStart"])
+    end = parse_date(item.get("sleepEnd") or item["inBedEnd"])
+    stages = {k: _hours(item, k) for k in ("deep", "core", "rem", "awake")}
+    in_bed = _hours(item, "inBed") or round((end - start).total_seconds() / 60, 3)
+    out = packed_sleep(start, end, in_bed, stages, origin)
+    if item.get("inBedStart") and item.get("inBedEnd"):  # before HAE 6.6.2: its own span
+        out[0].start, out[0].end = parse_date(item["inBedStart"]), parse_date(item["inBedEnd"])
+    asleep = _hours(item, "asleep") or _hours(item, "totalSleep")
+    if asleep > 0 and not any(stages[k] for k in ("deep", "core", "rem")):
+        out.append(ReadingRecord("sleep", start, end, asleep, "min", "asleep", origin))
+    return out
+
+
+def _workout(item: dict[str, Any]) -> list[ReadingRecord]:
+    start, end = parse_date(item["start"]), parse_date(item["end"])
+    activity = str(item.get("name") or "").replace(" ", "")[:64]
+    origin = _source(item)
+    minutes = (end - start).total_seconds() / 60
+    out = [ReadingRecord("workout", start, end, round(minutes, 3), "min", activity, origin)]
+    energy = item.get("activeEnergyBurned") or item.get("activeEnergy")
+    if isinstance(energy, dict) and energy.get("qty") is not None:
+        kcal = _number(energy["qty"], "activeEnergy") * _factor(
+            energy.get("units"), KCAL_PER, "activeEnergy units"
+        )
+        out.append(
+            ReadingRecord("workout_energy", start, end, round(kcal, 3), "kcal", activity, origin)
+        )
+    distance = item.get("distance")
+    if isinstance(distance, dict) and distance.get("qty") is not None:
+        km = _number(distance["qty"], "distance") * _factor(
+            distance.get("units"), KM_PER, "distance units"
+        )
+        out.append(
+            ReadingRecord("workout_distance", start, end, round(km, 4), "km", activity, origin)
+        )
+    return out
+
+
+def read_stream(
+    body: IO[bytes], ctx: ReadContext, *, aggregation: str | None = None, stats: PushStats
+) -> Iterator[ReadingRecord | Skipped]:
+    """Records of one payload, streamed; InputError (one line) when it is not the app's JSON.
+
+    `aggregation`: the push's `automation-aggregation` header ("minutes", "hours", "days").
+    """
+    import ijson
+
+    bucket = BUCKETS.get((aggregation or "").strip().lower())
+    builder: Any = None
+    building = ""
+    nested_key = ""
+    outer: dict[str, Any] = {}
+    metric: _Metric | None = None
+    buffered: list[Any] = []  # items of a metric whose name comes after its data
+    name: str | None = None
+    units: Any = None
+    seen_data = False
+    item_prefix = "data.metrics.item.data.item"
+    workout_prefix = "data.workouts.item"
+    events = ijson.parse(body, use_float=True)
+    has_data = False
+    flat: dict[str, Any] | None = None  # a metric item being read (flat: key -> scalar)
+    key = ""
+    scalar = ("string", "number", "boolean", "null")
+    try:
+        for prefix, event, value in events:
+            if flat is not None:
+                # Metric items are flat objects; only a nested value needs the builder.
+                if event == "map_key" and prefix == item_prefix:
+                    key = value
+                elif event in scalar:
+                    flat[key] = value
+                elif event == "end_map" and prefix == item_prefix:
+                    item, flat = flat, None
+                    if metric is not None:
+                        yield from metric.add(item)
+                    else:
+                        buffered.append(item)
+                else:  # a nested object or list inside an item
+                    builder, building = JsonBuilder(event), "nested"
+                    nested_key, outer = key, flat
+                    flat = None
+                continue
+            if builder is not None:
+                builder.event(event, value)
+                if builder.depth == 0:
+                    item, builder = builder.value, None
+                    if building == "nested":
+                        outer[nested_key] = item
+                        flat = outer
+                    elif building == "workout":
+                        yield from _guard("workout", item, _workout)
+                    elif metric is not None:
+                        yield from metric.add(item)
+                    else:
+                        buffered.append(item)
+                continue
+            if prefix == item_prefix and event == "start_map":
+                flat = {}
+                continue
+            if prefix == item_prefix and event == "start_array":
+                builder, building = JsonBuilder(event), "metric"
+                continue
+            if prefix == workout_prefix and event == "start_map":
+                builder, building = JsonBuilder(event), "workout"
+                continue
+            if prefix == item_prefix:  # a scalar item: not an object
+                yield Skipped(name or "metric", f"a {name or 'metric'} item is {event}")
+                continue
+            if prefix == "data.metrics.item" and event == "start_map":
+                metric, name, units, buffered, seen_data = None, None, None, [], False
+            elif prefix == "data.metrics.item.name":
+                name = str(value)
+            elif prefix == "data.metrics.item.units":
+                units = value
+            elif prefix == "data.metrics.item.data" and event == "start_array":
+                seen_data = True
+                if name is not None:
+                    metric = _Metric(name, units, bucket, stats)
+            elif prefix == "data.metrics.item" and event == "end_map":
+                if name is None:
+                    if seen_data:
+                        yield Skipped("metric", "a metric without a name")
+                    continue
+                if metric is None:
+                    metric = _Metric(name, units, bucket, stats)
+                for item in buffered:
+                    yield from metric.add(item)
+                yield from metric.finish()
+                metric, buffered = None, []
+            elif prefix == "" and event not in ("start_map", "map_key", "end_map"):
+                raise InputError("not Health Auto Export JSON: the body is not an object")
+            elif prefix == "" and event == "map_key" and value == "data":
+                has_data = True
+            elif prefix == "data" and event not in ("start_map", "end_map", "map_key"):
+                raise InputError("not Health Auto Export JSON: 'data' is not an object")
+            elif prefix in ("data.metrics", "data.workouts") and event not in (
+                "start_array",
+                "end_array",
+            ):
+                raise InputError(f"not Health Auto Export JSON: '{prefix}' is not a list")
+    except (ValueError, ijson.JSONError) as err:  # bad JSON, bad UTF-8
+        raise InputError(f"not valid JSON ({str(err).splitlines()[0][:120]})") from None
+    if not has_data:
+        raise InputError('not Health Auto Export JSON: expected {"data": {"metrics": [...]}}')
+
+
+class JsonBuilder:
+    """Builds one JSON value from parse events (ijson's ObjectBuilder, with its depth)."""
+
+    def __init__(self, first: str) -> None:
+        import ijson
+
+        self._b = ijson.ObjectBuilder()
+        self.depth = 0
+        self.event(first, None)
+
+    def event(self, event: str, value: Any) -> None:
+        if event in ("start_map", "start_array"):
+            self.depth += 1
+        elif event in ("end_map", "end_array"):
+            self.depth -= 1
+        self._b.event(event, value)
+
+    @property
+    def value(self) -> Any:
+        return self._b.value
+
+
+def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord | Skipped]:
+    """A JSON file the app wrote (its file automations write the same document)."""
+    with open(path, "rb") as body:
+        yield from read_stream(body, ctx, stats=PushStats())

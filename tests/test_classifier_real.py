@@ -1,0 +1,172 @@
+"""The classifier on real calendar titles (benchmarks/data/real_calendars): the sets are
+real, sourced, labelled and kept apart from training; the event features the classifier
+reads besides the title change answers the way the rubric says."""
+
+import re
+
+import pytest
+
+from benchmarks.classifier_real import DATA, LANGS, no_action, read_set
+from mappings.actions import ACTIONS, NOT_AN_ACTION, UNCLASSIFIED
+from mappings.classifier import EventInfo, KeywordClassifier, calendar_kind, normalize
+from mappings.classifier_layers import LayeredClassifier, context_guess, default_classifier
+from mappings.classifier_model import bundled_training_set, read_labelled
+
+LABELS = {*ACTIONS, NOT_AN_ACTION}
+
+
+@pytest.fixture(scope="module")
+def sets():
+    return {name: read_set(DATA / f"{name}.tsv") for name in ("eval", "dev")}
+
+
+def test_the_evaluation_set_covers_seven_languages_with_valid_labels(sets):
+    items = sets["eval"]
+    assert len(items) >= 280
+    per_lang = {lang: sum(x.lang == lang for x in items) for lang in LANGS}
+    assert min(per_lang.values()) >= 20, per_lang
+    assert {x.label for x in items} <= LABELS
+    assert sum(x.label != NOT_AN_ACTION for x in items) >= 150  # mostly clear actions
+
+
+def test_every_source_is_documented_and_in_one_set_only(sets):
+    doc = (DATA / "SOURCES.md").read_text(encoding="utf-8")
+    rows = {m[0]: m[1] for m in re.findall(r"^\| (\S+) \| (eval|dev) \|", doc, re.M)}
+    commits = re.findall(r"`([0-9a-f]{40})`", doc)
+    assert len(commits) == len(rows) >= 40
+    for name, items in sets.items():
+        used = {x.source for x in items}
+        assert used <= set(rows), used - set(rows)
+        assert {rows[s] for s in used} == {name}  # no calendar feeds both sets
+
+
+def test_no_evaluation_title_is_in_the_training_data(sets):
+    train_titles = {normalize(t) for t, _ in read_labelled(bundled_training_set())}
+    shared = {normalize(x.event.title) for x in sets["eval"]} & train_titles
+    assert shared == set()
+
+
+def test_the_shipped_classifier_holds_its_measured_accuracy_on_the_evaluation_set(sets):
+    # A regression floor a little under the figure in the README (0.777): a rule or
+    # training change that loses ground on real calendars fails here.
+    items = sets["eval"]
+    answers = default_classifier().classify_many([x.event for x in items])
+    right = sum(no_action(a.action) == x.label for a, x in zip(answers, items, strict=True))
+    assert right / len(items) >= 0.75
+    clear = [a for a, x in zip(answers, items, strict=True) if x.label != NOT_AN_ACTION]
+    assert sum(a.action == UNCLASSIFIED for a in clear) / len(clear) <= 0.05
+
+
+@pytest.mark.parametrize(
+    ("calendar_id", "kind"),
+    [
+        ("en.german#holiday@group.v.calendar.google.com", "holidays"),
+        ("nl.dutch#holiday@group.v.calendar.google.com", "holidays"),
+        ("/home/pi/calendars/Feiertage Bayern.ics", "holidays"),
+        ("/srv/cal/jours_feries.ics", "holidays"),
+        ("abc123#sports@group.v.calendar.google.com", "sports"),
+        ("primary", ""),
+        ("me@example.org", ""),
+        ("/home/pi/calendars/work.ics", ""),
+    ],
+)
+def test_calendar_kind_from_the_calendar_id(calendar_id, kind):
+    assert calendar_kind(calendar_id) == kind
+
+
+def test_a_holiday_calendar_entry_is_no_action_whatever_its_title():
+    rules = KeywordClassifier()
+    party = EventInfo(title="Tag der Befreiung", all_day=True, calendar_kind="holidays")
+    assert rules.classify(party).action == NOT_AN_ACTION
+    # The same words in one's own calendar are read as a title.
+    own = EventInfo(title="Yoga", calendar_kind="")
+    assert rules.classify(own).action == "EXERCISE"
+    assert rules.classify(EventInfo(title="Yoga", calendar_kind="holidays")).action == (
+        NOT_AN_ACTION
+    )
+
+
+def test_a_sports_calendar_fixture_is_watching_but_its_all_day_entries_are_not():
+    rules = KeywordClassifier()
+    match = EventInfo(title="Ajax - Feyenoord", duration_min=105, calendar_kind="sports")
+    assert rules.classify(match).action == "BINGE_WATCH"
+    birthday = EventInfo(title="Johan Cruijff 25.04.1947", all_day=True, calendar_kind="sports")
+    assert rules.classify(birthday).action == NOT_AN_ACTION
+    # A fixture in one's own or a club's calendar is playing.
+    assert rules.classify(EventInfo(title="FC Musterdorf – SV Beispiel")).action == "EXERCISE"
+    assert rules.classify(EventInfo(title="Spurs v Arsenal")).action == "EXERCISE"
+    # An en dash between words that are not club names is no fixture.
+    assert rules.match_title("Lesung – Neue Gedichte") is None
+
+
+@pytest.mark.parametrize(
+    ("title", "action"),
+    [
+        ("TD3 Thermodynamique", "LEARN"),
+        ("R2.04-TP-Réseaux", "LEARN"),
+        ("Vorlesung Analysis", "LEARN"),
+        ("Esercitazione di fisica", "LEARN"),
+        ("Hoorcollege economie", "LEARN"),
+        ("Aula de química", "LEARN"),
+        ("Restmülltonne", NOT_AN_ACTION),
+        ("Gelbe Tonne", NOT_AN_ACTION),
+        ("Pfingstmontag", NOT_AN_ACTION),
+        ("Tweede Kerstdag", NOT_AN_ACTION),
+        ("Pasquetta", NOT_AN_ACTION),
+        ("Sexta-feira Santa", NOT_AN_ACTION),
+        ("Kerstfeestje bij de scouts", "SOCIALIZE"),
+        ("Messe de minuit", "MEDITATE"),
+        ("Misa del gallo", "MEDITATE"),
+        ("Schaatsen op de vijver", "EXERCISE"),
+        ("Filmavond", "BINGE_WATCH"),
+        ("Boodschappen doen", "ADMIN_WORK"),
+        ("Wäsche waschen", "ADMIN_WORK"),
+        ("Casablanca (1942)", "BINGE_WATCH"),
+        ("Bath & bed routine (kids)", "FAMILY_TIME"),
+        ("Scriptiebegeleiding", "LEARN"),
+        ("Afspraak tandarts", "ADMIN_WORK"),
+    ],
+)
+def test_multilingual_rules(title, action):
+    found = KeywordClassifier().match(EventInfo(title=title))
+    assert found is not None and found.action == action, found
+
+
+def test_a_weekly_block_without_attendees_is_a_class_only_when_nothing_else_knows():
+    block = EventInfo(title="Xq-77", duration_min=90, recurring=True)
+    found = context_guess(block)
+    assert found is not None and found.action == "LEARN" and found.layer == "context"
+    # Not when others are invited, not when it is short or one-off.
+    assert (
+        context_guess(EventInfo(title="Xq-77", duration_min=90, recurring=True, attendee_count=2))
+        is None
+    )
+    assert context_guess(EventInfo(title="Xq-77", duration_min=20, recurring=True)) is None
+    assert context_guess(EventInfo(title="Xq-77", duration_min=90)) is None
+    # A title the rules know still wins.
+    stacked = LayeredClassifier(rules=KeywordClassifier())
+    assert (
+        stacked.classify(EventInfo(title="Team sync", duration_min=60, recurring=True)).action
+        == "ADMIN_WORK"
+    )
+
+
+class _UnsureModel:
+    """A learned layer that answers every title with one label at one probability."""
+
+    version = "unsure"
+
+    def __init__(self, p: float) -> None:
+        self.p = p
+
+    def predict(self, titles):
+        return [("EXERCISE", self.p) for _ in titles]
+
+
+def test_the_model_needs_more_confidence_to_call_an_all_day_entry_an_activity():
+    unsure = LayeredClassifier(model=_UnsureModel(0.6))
+    assert unsure.classify(EventInfo(title="zumba")).action == "EXERCISE"
+    all_day = unsure.classify(EventInfo(title="zumba", all_day=True))
+    assert (all_day.action, all_day.layer) == (NOT_AN_ACTION, "context")
+    sure = LayeredClassifier(model=_UnsureModel(0.9))
+    assert sure.classify(EventInfo(title="zumba", all_day=True)).action == "EXERCISE"
