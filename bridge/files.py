@@ -46,10 +46,19 @@ def private_dir(path: Path) -> Path:
 
 
 def private_file(path: Path) -> Path:
-    """Make sure `path` exists as a 0600 file (created empty if missing)."""
+    """Make sure `path` exists as a 0600 file: created empty if missing, tightened (once,
+    logged) if an older release left it readable by others. A file someone else owns is
+    left alone: it is theirs, and changing it is not ours to do."""
     path = Path(path)
     private_dir(path.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        st = path.stat()
+        if _too_open(st.st_mode) and st.st_uid == os.geteuid():
+            os.chmod(path, FILE_MODE)
+            log.warning("%s: made private to this user (0600); others could read it", path)
+        return path
     try:
         os.fchmod(fd, FILE_MODE)
     finally:

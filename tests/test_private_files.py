@@ -135,3 +135,20 @@ def test_private_dir_and_write_private_ignore_a_lax_umask(tmp_path: Path) -> Non
     finally:
         os.umask(old)
     assert_private(tmp_path / "a")
+
+
+def test_a_database_outside_the_data_folder_is_tightened_too(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from bridge.store import Store
+
+    db = tmp_path / "elsewhere" / "rb.db"
+    Store(f"sqlite:///{db}").dispose()
+    os.chmod(db, 0o644)  # as an older release left it
+    with caplog.at_level("WARNING", logger="rhythm_bridge.files"):
+        Store(f"sqlite:///{db}").dispose()
+        Store(f"sqlite:///{db}").dispose()
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{db}: made private to this user (0600); others could read it"
+    ]

@@ -174,8 +174,8 @@ def is_due(store: Store, settings: Settings, source: str, now: datetime) -> bool
     state = get_state(store, source)
     if state is None or state.last_attempt_at is None:
         return True
-    if state.status == "reauth_required":
-        return False  # pulling again cannot help until the person re-runs auth
+    if state.status in ("reauth_required", "not_connected"):
+        return False  # pulling again cannot help until the person runs auth
     if state.retry_after is not None and now < state.retry_after:
         return False
     interval = timedelta(minutes=getattr(settings.sources, source).interval_minutes)
