@@ -84,3 +84,47 @@ def daily_features(
     table.index = [EPOCH + timedelta(days=int(d)) for d in table.index]
     table.index.name = "local_date"
     return table
+
+
+def baseline_band(daily: pd.Series, signal: str) -> pd.DataFrame:
+    """The personal baseline the meters compare a signal with, per day of `daily` (a
+    date-indexed mean per day): columns center, low, high (centre -/+ one spread, on the
+    signal's own scale), NaN before the baseline has any history."""
+    from mappings.baselines import BaselineRule, rolling_baseline
+    from mappings.signals import SIGNALS
+
+    sig = next(s for s in SIGNALS if s.name == signal)
+    rule = BaselineRule(log=sig.log, spread_floor=sig.spread_floor)
+    clean = daily.dropna()
+    if clean.empty:
+        return pd.DataFrame(columns=["center", "low", "high"], dtype=float)
+    days = pd.Index([(d - EPOCH).days for d in clean.index])
+    series = pd.Series(clean.to_numpy(dtype=float), index=days)
+    base = rolling_baseline(series, rule, int(days.max()))
+    center, spread, seen = base.at(days.to_numpy())
+    center = np.where(seen >= rule.min_days, center, np.nan)
+    low, high = center - spread, center + spread
+    if rule.log:
+        center, low, high = np.exp(center), np.exp(low), np.exp(high)
+    return pd.DataFrame({"center": center, "low": low, "high": high}, index=clean.index)
+
+
+def calendar_hours(
+    events: pd.DataFrame, *, tz: tzinfo, boundaries: tuple[time, ...] = DEFAULT_BOUNDARIES
+) -> pd.Series:
+    """Busy hours per local day (date index): timed, confirmed, opaque events by the day
+    they start on (a day starts at the first slot boundary, like the slots)."""
+    from mappings.frames import Events
+
+    table = Events(events).table
+    if table.empty:
+        return pd.Series(dtype=float)
+    table = table[table["busy"] & ~table["all_day"]]
+    start = pd.DatetimeIndex(table["start"].to_numpy().astype("datetime64[ns]"), tz="UTC")
+    local = start.tz_convert(tz).tz_localize(None) - pd.Timedelta(
+        hours=boundaries[0].hour, minutes=boundaries[0].minute
+    )
+    hours = (table["end"].to_numpy() - table["start"].to_numpy()) / (60 * NS_PER_MIN)
+    out = pd.Series(np.clip(hours, 0, 24), index=local.date).groupby(level=0).sum()
+    out.index.name = "local_date"
+    return out

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from datetime import datetime, time, tzinfo
+from datetime import UTC, datetime, time, tzinfo
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
@@ -40,6 +40,14 @@ from mappings.frames import (
     Readings,
     empty_events,
     empty_readings,
+)
+from mappings.freshness import (
+    FreshnessRules,
+    age_hours,
+    human_age,
+    meter_newest,
+    metrics_of,
+    newest_by_metric,
 )
 from mappings.inputs import InputArray, all_inputs, slot_arrays
 from mappings.slots import DEFAULT_BOUNDARIES, SlotKey
@@ -209,21 +217,26 @@ def compute_slots(
     weights: Weights | None = None,
     previous: SlotMeters | None = None,
     tasks: pd.DataFrame | None = None,
+    stale_after_hours: float = FreshnessRules.stale_after_hours,
+    min_confidence: float = FreshnessRules.min_confidence,
 ) -> list[SlotMeters]:
     """The meters of each slot, using only evidence available by the slot's end (or now).
 
     `previous` is the stored result of the slot before the first one, for its deltas.
     `tasks`: the person's task changes (`mappings.tasks.TASK_COLUMNS`), None without a
-    task source.
+    task source. Each meter says how old its freshest input is (`mappings.freshness`);
+    one older than `stale_after_hours` is marked stale, one below `min_confidence` is
+    withheld (null).
     """
     weights = weights or load_weights()
     keys = sorted(set(slots), key=lambda k: (k.local_date, k.slot))
     if not keys:
         return []
     sl = slot_arrays(keys, tz, boundaries, now)
+    r, e = Readings(readings, tz), Events(events)
     inputs = all_inputs(
-        Readings(readings, tz),
-        Events(events),
+        r,
+        e,
         sl,
         weights.targets,
         weights.step_priority,
@@ -233,10 +246,20 @@ def compute_slots(
     )
     combined = _combine_all(inputs, weights, len(keys))
     lists = {name: _Lists.of(inp) for name, inp in inputs.items()}
+    by_metric = newest_by_metric(r, e, sl.as_of)
+    newest = {
+        m: meter_newest(by_metric, metrics_of(combined[m].order), len(keys)).tolist()
+        for m in METERS
+    }
+    as_of = sl.as_of.tolist()
+    rules = FreshnessRules(stale_after_hours, min_confidence)
     out: list[SlotMeters] = []
     prev = previous
     for i, key in enumerate(keys):
-        meters = {m: _meter(i, m, combined[m], lists, weights) for m in METERS}
+        meters = {
+            m: _fresh(_meter(i, m, combined[m], lists, weights), newest[m][i], as_of[i], rules)
+            for m in METERS
+        }
         deltas: dict[str, float | None] = {}
         linked = prev is not None and prev.key == key.prev()
         for m in METERS:
@@ -316,3 +339,26 @@ def _meter(
         c.confidence[i],
         {"inputs": detail, "missing": missing, "mapping_version": weights.version},
     )
+
+
+def _fresh(mv: MeterValue, newest_ns: int, as_of_ns: int, rules: FreshnessRules) -> MeterValue:
+    """Add the meter's freshness to its provenance; withhold a value with too little evidence."""
+    age = age_hours(newest_ns, as_of_ns)
+    stale = age is None or age > rules.stale_after_hours
+    mv.provenance["freshness"] = {
+        "newest": None
+        if newest_ns < 0
+        else datetime.fromtimestamp(newest_ns // 10**9, UTC).isoformat().replace("+00:00", "Z"),
+        "age_hours": age,
+        "stale": stale,
+    }
+    if mv.value is None or mv.confidence is None or mv.confidence >= rules.min_confidence:
+        return mv
+    names = [item["name"] for item in mv.provenance.get("inputs", [])]
+    old = f"; the newest input is {human_age(age)} old" if age is not None else ""
+    mv.provenance["reason"] = (
+        f"too little fresh evidence: confidence {mv.confidence:.2f} "
+        f"from {', '.join(names) or 'nothing'}{old}"
+    )
+    mv.provenance["withheld"] = mv.value
+    return MeterValue(None, None, mv.provenance)

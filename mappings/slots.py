@@ -98,3 +98,14 @@ def slots_between(first: SlotKey, last: SlotKey) -> list[SlotKey]:
         out.append(key)
         key = key.next()
     return out
+
+
+def parse_slot(text: str | int) -> int:
+    """A slot given as its name (`morning`) or number (`0`); ValueError names the choices."""
+    value = str(text).strip().lower()
+    if value in SLOT_NAMES:
+        return SLOT_NAMES.index(value)
+    if value in ("0", "1", "2", "3"):
+        return int(value)
+    choices = ", ".join(f"{name} ({i})" for i, name in enumerate(SLOT_NAMES))
+    raise ValueError(f"{text!r} is not a slot; use one of {choices}")

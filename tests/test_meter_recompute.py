@@ -18,13 +18,18 @@ from tests.conftest import DEMO_NOW, SAMPLE
 from tests.helpers import write_config
 
 
-@pytest.fixture
-def loaded(store, ctx):
+def load_sample(store, ctx):
+    """The bundled sample (33 days from 2026-10-17), events labelled as classify would."""
     import_file(store, "apple-health", SAMPLE / "apple_health_export.zip", ctx)
     import_file(store, "ics", SAMPLE / "calendar.ics", ctx)
     with store.transaction() as session:  # what the classify step would have done
         session.execute(update(CalendarEvent).values(action="ADMIN_WORK"))
     return store
+
+
+@pytest.fixture
+def loaded(store, ctx):
+    return load_sample(store, ctx)
 
 
 def snapshots(store):
@@ -60,8 +65,13 @@ def add_reading(store, metric, start, value, minutes=1):
         )
 
 
+# The bundled sample starts on 2026-10-17: 33 days of 4 slots up to the 18th's night,
+# plus this morning. Every one is computed, not only the export window's week.
+HISTORY = 33 * 4 + 1
+
+
 def test_a_second_run_recomputes_only_the_current_slot(loaded, settings):
-    assert recompute_meters(loaded, settings, DEMO_NOW) == 4 * 6 + 1  # the export window
+    assert recompute_meters(loaded, settings, DEMO_NOW) == HISTORY
     before = snapshots(loaded)
     assert recompute_meters(loaded, settings, DEMO_NOW) == 1
     assert snapshots(loaded) == before
@@ -82,7 +92,7 @@ def test_a_new_night_is_incremental_and_equals_a_full_recompute(loaded, settings
     done = recompute_meters(loaded, settings, DEMO_NOW)
     assert done < 4 * 6 + 1
     incremental = snapshots(loaded)
-    assert recompute_meters(loaded, settings, DEMO_NOW, full=True) == 4 * 6 + 1
+    assert recompute_meters(loaded, settings, DEMO_NOW, full=True) == HISTORY
     assert snapshots(loaded) == incremental
 
 
@@ -111,7 +121,7 @@ def test_new_weights_mean_a_full_recompute(loaded, settings, monkeypatch):
         real.deadline_keywords,
     )
     monkeypatch.setattr(meters, "load_weights", lambda path=None: bumped)
-    assert recompute_meters(loaded, settings, DEMO_NOW) == 4 * 6 + 1
+    assert recompute_meters(loaded, settings, DEMO_NOW) == HISTORY
     assert {row[-1] for row in snapshots(loaded).values()} == {"test.2"}
 
 

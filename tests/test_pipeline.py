@@ -36,7 +36,10 @@ def test_a_cycle_twice_leaves_the_same_rows(loaded, settings):
     assert first.classified == counts["CalendarEvent"] and second.classified == 0
     assert second.recommendation == first.recommendation
     assert json.loads(settings.export_path.read_text())["slots"] == snapshot["slots"]
-    assert counts["MeterSnapshot"] == 4 * 6 + 1  # six full days before + this morning
+    # Every slot since the sample's first day (2026-10-17) up to this morning; the
+    # snapshot itself keeps the export window: six full days before + this morning.
+    assert counts["MeterSnapshot"] == 33 * 4 + 1
+    assert len(snapshot["slots"]) == 4 * 6 + 1
 
 
 def test_the_snapshot_matches_its_schema_and_its_rules(loaded, settings):

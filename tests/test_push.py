@@ -329,7 +329,7 @@ def test_the_page_and_its_token_are_untouched_when_both_are_on(
 
 def test_pushed_and_imported_days_count_once(settings, store, memory_keyring, ctx, tmp_path):
     """The export wins the days it holds completely; on its last day, the pushes win."""
-    from bridge.cycle.meters import _frames
+    from bridge.cycle.meters import load_frames
     from mappings.frames import Readings
     from mappings.steps import resolve
 
@@ -364,7 +364,7 @@ def test_pushed_and_imported_days_count_once(settings, store, memory_keyring, ct
     )
     receive(store, settings, "phone", "health-auto-export", io.BytesIO(json.dumps(push).encode()))
     lo = datetime(2026, 11, 15, tzinfo=UTC)
-    frame, _ = _frames(store, lo, lo + timedelta(days=6))
+    frame, _ = load_frames(store, lo, lo + timedelta(days=6))
     kept = resolve(Readings(frame, BERLIN), ())
     per_day = kept.groupby(pd_day(kept["start"]))["kept"].sum().to_dict()
     # 16th, 17th: complete in the export (3 x 1000). 18th: the export's last day, the push

@@ -385,7 +385,7 @@ def test_every_api_route_is_documented_in_the_readme(demo, memory_keyring):
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     app = create_app(settings, store, host="127.0.0.1")
     api = [r for r in app.routes if getattr(r, "path", "").startswith("/api/")]
-    assert len(api) == 6
+    assert len(api) == 7
     for route in api:
         for method in sorted(route.methods - {"HEAD"}):
             assert f"`{method} {route.path}" in readme, f"{method} {route.path} is not in README"

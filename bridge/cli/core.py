@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -53,6 +54,9 @@ app = typer.Typer(
 
 
 state: dict[str, Any] = {}
+
+# Dates outside these years are typos, not history (wearable data starts long after 1970).
+EARLIEST, LATEST = date(1970, 1, 1), date(2100, 12, 31)
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
@@ -129,3 +133,38 @@ def print_json(doc: Any) -> None:
 
 def fmt(value: float | None) -> str:
     return "  —  " if value is None else f"{value:5.2f}"
+
+
+SlotOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--slot",
+        metavar="SLOT",
+        help="morning (0), afternoon (1), evening (2) or night (3); default: all.",
+    ),
+]
+
+
+def slot_arg(value: str | None, option: str = "--slot") -> int | None:
+    """A slot option given by name or number, as its number (None: not given)."""
+    if value is None:
+        return None
+    from mappings.slots import parse_slot
+
+    try:
+        return parse_slot(value)
+    except ValueError as err:
+        raise BridgeError(f"{option}: {err}") from None
+
+
+def date_arg(value: str | None, option: str) -> Any:
+    """A YYYY-MM-DD option as a date (None: not given); absurd years are refused."""
+    if value is None:
+        return None
+    try:
+        day = date.fromisoformat(value)
+    except ValueError:
+        raise BridgeError(f"{option} {value!r}: use YYYY-MM-DD") from None
+    if not EARLIEST.year <= day.year <= LATEST.year:
+        raise BridgeError(f"{option} {value}: use a date between {EARLIEST.year} and {LATEST.year}")
+    return day

@@ -12,7 +12,18 @@ from typing import Annotated, Any
 
 import typer
 
-from bridge.cli.core import JsonOpt, app, current_settings, current_store, fmt, print_json, state
+from bridge.cli.core import (
+    JsonOpt,
+    SlotOpt,
+    app,
+    current_settings,
+    current_store,
+    date_arg,
+    fmt,
+    print_json,
+    slot_arg,
+    state,
+)
 from bridge.errors import BridgeError
 
 
@@ -64,12 +75,16 @@ def _print_state(doc: dict[str, Any]) -> None:
     cur = doc.get("current")
     if cur:
         typer.echo(f"\nmeters for {cur['date']} {cur['slot_name']} (timestep {cur['timestep']}):")
+        from mappings.freshness import human_age
+
         for m in METERS:
             conf = cur["confidence"][m]
+            fresh = (cur.get("freshness") or {}).get(m) or {}
             note = (
                 cur["provenance"][m].get("reason", "")
                 if cur[m] is None
-                else f"confidence {conf:.2f}"
+                else f"confidence {conf:.2f}, newest input {human_age(fresh.get('age_hours'))} old"
+                + (" (stale)" if fresh.get("stale") else "")
             )
             typer.echo(f"  {m:<11}{fmt(cur[m])}   {note}")
     else:
@@ -96,9 +111,11 @@ def run(
 ) -> None:
     """Run the daemon (a cycle every few minutes), or one cycle with --once."""
     if once:
+        from bridge.cli.progress import slots_progress
         from bridge.cycle.run import run_cycle
 
-        report = run_cycle(current_settings(), current_store())
+        with slots_progress("computing meters") as progress:
+            report = run_cycle(current_settings(), current_store(), progress=progress)
         for outcome in report.synced:
             typer.echo(outcome.line())
         rec = report.recommendation or {}
@@ -152,6 +169,8 @@ def import_(
             typer.echo("interrupted; nothing from this file was stored", err=True)
             raise typer.Exit(130) from None
     typer.echo(summary.line())
+    if summary.new:
+        typer.echo("the next cycle computes the meters of every day it brought (run --once)")
 
 
 @app.command()
@@ -216,53 +235,115 @@ def sync(
 @app.command()
 def meters(
     on: Annotated[
-        str | None, typer.Option("--date", help="Local date YYYY-MM-DD (default: today).")
+        str | None, typer.Option("--date", help="One local date YYYY-MM-DD (default: today).")
     ] = None,
-    slot: Annotated[int | None, typer.Option(min=0, max=3, help="Slot 0-3 (default: all).")] = None,
+    first: Annotated[
+        str | None, typer.Option("--from", help="First local date of a range YYYY-MM-DD.")
+    ] = None,
+    last: Annotated[
+        str | None, typer.Option("--to", help="Last local date of a range (default: today).")
+    ] = None,
+    slot: SlotOpt = None,
     explain: Annotated[
         bool, typer.Option("--explain", help="Show which inputs moved each meter, by how much.")
     ] = False,
     as_json: JsonOpt = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV (one row per slot).")] = False,
 ) -> None:
-    """Show the stored meters of a day (--explain: what moved each one)."""
+    """Show the stored meters of a day or a date range (--explain: what moved each one).
+
+    A value marked * is stale: its freshest input is older than [meters] stale_after_hours.
+    """
     from sqlalchemy import select
 
     from bridge.clock import current_slot
+    from bridge.out.history import stored_range
     from bridge.out.snapshot import slot_document
     from bridge.store.models import MeterSnapshot
 
     settings = current_settings()
-    try:
-        day = date.fromisoformat(on) if on else current_slot(settings, datetime.now(UTC)).local_date
-    except ValueError:
-        raise BridgeError(f"--date {on!r}: use YYYY-MM-DD") from None
-    with current_store().session() as session:
-        stmt = select(MeterSnapshot).where(MeterSnapshot.local_date == day)
-        if slot is not None:
-            stmt = stmt.where(MeterSnapshot.slot == slot)
-        rows = [
-            slot_document(s) for s in session.execute(stmt.order_by(MeterSnapshot.slot)).scalars()
-        ]
+    slot_no = slot_arg(slot)
+    if on is not None and (first or last):
+        raise BridgeError("--date is one day; for a range use --from and --to without it")
+    if as_json and as_csv:
+        raise BridgeError("--json and --csv: choose one")
+    today = current_slot(settings, datetime.now(UTC)).local_date
+    if first or last:
+        lo = date_arg(first, "--from") or date_arg(last, "--to")
+        hi = date_arg(last, "--to") or today
+        if lo > hi:
+            raise BridgeError(f"--from {lo} is after --to {hi}; swap them")
+    else:
+        lo = hi = date_arg(on, "--date") or today
+    store = current_store()
+    with store.session() as session:
+        stmt = select(MeterSnapshot).where(
+            MeterSnapshot.local_date >= lo, MeterSnapshot.local_date <= hi
+        )
+        if slot_no is not None:
+            stmt = stmt.where(MeterSnapshot.slot == slot_no)
+        order = (MeterSnapshot.local_date, MeterSnapshot.slot)
+        rows = [slot_document(s) for s in session.execute(stmt.order_by(*order)).scalars()]
+    if not rows:
+        span = stored_range(store)
+        what = f"for {lo}" if lo == hi else f"from {lo} to {hi}"
+        line = (
+            f"no meters stored {what}; stored meters run from {span[0]} to {span[1]}"
+            if span
+            else f"no meters stored {what}; run `rhythm-bridge run --once` first"
+        )
+        typer.echo(line, err=as_json or as_csv)
     if as_json:
         print_json(rows)
         return
+    if as_csv:
+        from bridge.out.history import slots_csv
+
+        typer.echo(slots_csv(rows), nl=False)
+        return
     if not rows:
-        typer.echo(f"no meters stored for {day}; run `rhythm-bridge run --once` first")
         return
     from mappings.actions import METERS
 
-    typer.echo(f"{'slot':<10}" + "".join(f"{m:>12}" for m in METERS))
+    ranged = lo != hi
+    typer.echo(
+        ("date        " if ranged else "") + f"{'slot':<10}" + "".join(f"{m:>12}" for m in METERS)
+    )
+    stale_seen = False
     for row in rows:
-        typer.echo(f"{row['slot_name']:<10}" + "".join(f"{fmt(row[m]):>12}" for m in METERS))
+        cells = []
+        for m in METERS:
+            fresh = (row.get("freshness") or {}).get(m) or {}
+            mark = "*" if fresh.get("stale") and row[m] is not None else " "
+            stale_seen |= mark == "*"
+            cells.append(f"{fmt(row[m]) + mark:>12}")
+        typer.echo(
+            (f"{row['date']}  " if ranged else "") + f"{row['slot_name']:<10}" + "".join(cells)
+        )
+    from mappings.freshness import human_age
+
+    newest = rows[-1]
+    ages = []
+    for m in METERS:
+        fresh = (newest.get("freshness") or {}).get(m)
+        if fresh:
+            ages.append(f"{m} {human_age(fresh['age_hours'])}")
+    if ages:
+        typer.echo(f"freshest input ({newest['date']} {newest['slot_name']}): " + ", ".join(ages))
+    if stale_seen:
+        typer.echo(
+            f"* stale: the freshest input is older than {settings.meters.stale_after_hours:g} h"
+        )
     if explain:
         from mappings.explain import explain_slot
         from mappings.slots import SlotKey
 
-        first = SlotKey(day, rows[0]["slot"]).prev()
-        with current_store().session() as session:
+        before_key = SlotKey(date.fromisoformat(rows[0]["date"]), rows[0]["slot"]).prev()
+        with store.session() as session:
             found = session.execute(
                 select(MeterSnapshot).where(
-                    MeterSnapshot.local_date == first.local_date, MeterSnapshot.slot == first.slot
+                    MeterSnapshot.local_date == before_key.local_date,
+                    MeterSnapshot.slot == before_key.slot,
                 )
             ).scalar_one_or_none()
         before = slot_document(found) if found else None
@@ -409,7 +490,10 @@ def feedback(
 @app.command()
 def export(
     out: Annotated[Path | None, typer.Option("--out", help="Write here (default: stdout).")] = None,
-    since: Annotated[str | None, typer.Option(help="First local date YYYY-MM-DD.")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(help="First local date YYYY-MM-DD (default: the last [export] days)."),
+    ] = None,
     training_data: Annotated[
         Path | None,
         typer.Option(
@@ -427,10 +511,7 @@ def export(
         return
     from bridge.out.snapshot import build_snapshot, write_snapshot
 
-    try:
-        first = date.fromisoformat(since) if since else None
-    except ValueError:
-        raise BridgeError(f"--since {since!r}: use YYYY-MM-DD") from None
+    first = date_arg(since, "--since")
     doc = build_snapshot(current_store(), current_settings(), datetime.now(UTC), since=first)
     if out is None:
         print_json(doc)
@@ -447,33 +528,9 @@ def status(as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(doc)
         return
-    typer.echo(f"database: {doc['database']} (schema {doc['schema_version']})")
-    typer.echo(
-        f"snapshot: {doc['snapshot']}\nlast cycle: {doc['last_cycle'] or 'never'}; "
-        f"next cycle: {doc['next_cycle'] or 'when the daemon starts'}"
-    )
-    for s in doc["sources"]:
-        state = s["status"] if s["enabled"] else "disabled"
-        line = (
-            f"  {s['source']:<16}{state:<17}records {s['records']:<8}"
-            f"last ok {s['last_success'] or '—'}"
-        )
-        if s["last_error"]:
-            line += f"\n{'':18}last error: {s['last_error']}"
-        if s["action_needed"]:
-            line += f"\n{'':18}action needed: run `{s['action_needed']}`"
-        typer.echo(line)
-    for d in doc["push_devices"]:
-        line = (
-            f"  push {d['device']:<11}{d['status']:<17}last push {d['last_push'] or 'never'}; "
-            f"{d['last_records']} records ({d['records_total']} in all)"
-        )
-        if d["last_error"]:
-            line += f"\n{'':18}last error ({d['last_error_at']}): {d['last_error']}"
-        typer.echo(line)
-    typer.echo("data freshness:")
-    for f in doc["freshness"]:
-        age = "never" if f["age_hours"] is None else f"{f['age_hours']} h ago"
-        typer.echo(f"  {f['input']:<12}{age:<14}feeds {', '.join(f['meters'])}")
+    from bridge.out.status import status_lines
+
+    settings = current_settings()
+    typer.echo("\n".join(status_lines(doc, datetime.now(UTC), settings.tz)))
     for warning in doc["warnings"]:
         typer.echo(f"warning: {warning}", err=True)

@@ -38,3 +38,41 @@ def records_progress(label: str) -> Iterator[Callable[[int], None] | None]:
             # Leave the bar's last line on screen: how far it got is worth seeing.
             bar.live.transient = False
             raise
+
+
+@contextmanager
+def slots_progress(label: str, *, at_least: int = 400) -> Iterator[Callable[[int, int], None]]:
+    """Yield a `(done, total)` callback drawing a bar once a run has `at_least` slots to do,
+    only on a terminal (a backfill of years; a routine cycle draws nothing)."""
+    bar: Any = None
+    task: Any = None
+
+    def step(done: int, total: int) -> None:
+        nonlocal bar, task
+        if total < at_least or not sys.stdout.isatty():
+            return
+        if bar is None:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                transient=True,
+            )
+            bar.start()
+            task = bar.add_task(label, total=total)
+        bar.update(task, completed=done)
+
+    try:
+        yield step
+    finally:
+        if bar is not None:
+            bar.stop()

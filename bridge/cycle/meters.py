@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from bridge.store import Store, upsert
 from bridge.store.db import dumps, utcnow
 from bridge.store.models import CalendarEvent, MeterSnapshot, Reading, Task, TaskChange
 from mappings.actions import METERS
-from mappings.slots import SlotKey, slot_bounds, slots_between
+from mappings.slots import SlotKey, slot_bounds, slot_of_instant, slots_between
 
 # Baselines look 60 days back from the day before a slot; weekly windows 7 days.
 BASELINE_LOOKBACK_DAYS = 63
@@ -29,8 +30,12 @@ DEADLINE_DAYS = 8  # deadline proximity looks a week ahead
 # ago than this before the window is not read (a month-long record is not a measurement).
 LONGEST_RECORD = timedelta(days=31)
 
+# A backfill loads and computes this many days at a time: a Pi's memory holds a chunk of
+# a decade of history, not all of it.
+CHUNK_DAYS = 366
 
-def _frames(
+
+def load_frames(
     store: Store, lo: datetime, hi: datetime, events_hi: datetime | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The meter inputs overlapping [lo, hi) (events up to `events_hi`, for deadlines)."""
@@ -124,12 +129,68 @@ def meter_weights(settings: Settings) -> Any:
         raise ConfigError(f"config key 'meters.weights_file': {err}") from None
 
 
-def recompute_meters(store: Store, settings: Settings, now: datetime, *, full: bool = False) -> int:
-    """Recompute the export window's meter slots whose inputs changed since the last run.
+def first_data_day(store: Store, settings: Settings) -> date | None:
+    """The local date of the oldest reading or event a meter can use (None: no data)."""
+    from mappings.frames import USED_METRICS
+
+    with store.session() as session:
+        # Per metric, so each minimum is one step down the (metric, start_utc) index.
+        firsts = [
+            v
+            for _, v in session.execute(
+                select(Reading.metric, func.min(Reading.start_utc))
+                .where(Reading.metric.in_(sorted(USED_METRICS)))
+                .group_by(Reading.metric)
+            )
+        ]
+        firsts.append(session.execute(select(func.min(CalendarEvent.start_utc))).scalar())
+    known = [v for v in firsts if v is not None]
+    if not known:
+        return None
+    oldest = min(v if v.tzinfo else v.replace(tzinfo=UTC) for v in known)
+    return slot_of_instant(oldest, settings.tz, settings.boundaries).local_date
+
+
+def history_start(store: Store, settings: Settings, last: SlotKey) -> SlotKey:
+    """The first slot the meters cover: the first day with data (at least the export
+    window; at most `meters.history_days` back when that is set)."""
+    window = last.local_date - timedelta(days=settings.export.days - 1)
+    first = min(first_data_day(store, settings) or window, window)
+    if settings.meters.history_days:
+        first = max(first, last.local_date - timedelta(days=settings.meters.history_days - 1))
+    return SlotKey(first, 0)
+
+
+Progress = Callable[[int, int], None]
+
+
+def freshness_rules(settings: Settings) -> dict[str, float]:
+    m = settings.meters
+    return {"stale_after_hours": m.stale_after_hours, "min_confidence": m.min_confidence}
+
+
+def freshness_config(settings: Settings) -> str:
+    """The freshness settings as part of the meter state: changing them recomputes."""
+    rules = freshness_rules(settings)
+    return f"{rules['stale_after_hours']:g},{rules['min_confidence']:g}"
+
+
+def recompute_meters(
+    store: Store,
+    settings: Settings,
+    now: datetime,
+    *,
+    full: bool = False,
+    progress: Progress | None = None,
+    chunk_days: int = CHUNK_DAYS,
+) -> int:
+    """Recompute the meter slots whose inputs changed since the last run, from the first
+    day with data (see `history_start`) to now.
 
     Plus the current slot and the one that was current last time; `full=True` (or new
-    weights, zone or slot boundaries) redoes the whole window. Idempotent: the same state
-    and `now` give the same rows. Returns how many slots were computed.
+    weights, zone or slot boundaries) redoes every slot. Long runs go in chunks of
+    `chunk_days` (bounded memory; `progress(done, total)` after each). Idempotent: the same
+    state and `now` give the same rows. Returns how many slots were computed.
     """
     from bridge.cycle.meter_changes import (
         STATE_KEY,
@@ -143,7 +204,7 @@ def recompute_meters(store: Store, settings: Settings, now: datetime, *, full: b
     weights = meter_weights(settings)
     tz, bounds = settings.tz, settings.boundaries
     last = current_slot(settings, now)
-    first = SlotKey(last.local_date - timedelta(days=settings.export.days - 1), 0)
+    first = history_start(store, settings, last)
     window = slots_between(first, last)
     lookback = timedelta(days=BASELINE_LOOKBACK_DAYS)
     window_lo = slot_bounds(first.prev(), tz, bounds)[0]
@@ -152,7 +213,14 @@ def recompute_meters(store: Store, settings: Settings, now: datetime, *, full: b
     prints = fingerprints(
         store, since, hi + timedelta(days=DEADLINE_DAYS), weights.calendar_rules().deadline_pattern
     )
-    config = f"{weights.version}|{tz}|{','.join(b.isoformat() for b in bounds)}"
+    config = "|".join(
+        (
+            weights.version,
+            str(tz),
+            ",".join(b.isoformat() for b in bounds),
+            freshness_config(settings),
+        )
+    )
     config += _tasks_version(store)
     state = None if full else MeterState.load(store)
     if state is None or state.config != config:
@@ -176,38 +244,66 @@ def recompute_meters(store: Store, settings: Settings, now: datetime, *, full: b
     # One contiguous run (every slot's delta needs the one before), starting one slot
     # early so the first has its delta too.
     todo = [todo[0].prev(), *window[window.index(todo[0]) :]]
-    lo = slot_bounds(todo[0], tz, bounds)[0] - lookback
-    readings, events = _frames(store, lo, hi, hi + timedelta(days=DEADLINE_DAYS))
-    tasks = _task_frame(store, lo, hi)
-    results = compute_slots(
-        readings, events, todo, tz=tz, now=now, boundaries=bounds, weights=weights, tasks=tasks
-    )[1:]
-    stamp = utcnow()
-    rows = []
-    for res in results:
-        row: dict[str, Any] = {
-            "local_date": res.key.local_date,
-            "slot": res.key.slot,
-            "day": res.key.day,
-            "timestep": res.key.timestep,
-            "mapping_version": res.mapping_version,
-            "provenance": dumps({m: res.meters[m].provenance for m in METERS}),
-            "deltas": dumps(res.deltas),
-            "computed_at": stamp,
-        }
-        for m in METERS:
-            row[m] = res.meters[m].value
-            row[f"{m}_confidence"] = res.meters[m].confidence
-        rows.append(row)
+    size = max(1, chunk_days) * 4
+    total, done, previous = len(todo) - 1, 0, None
     new_state = MeterState(config, now.astimezone(UTC).isoformat(), prints)
-    with store.transaction() as session:
-        upsert(
-            session,
-            MeterSnapshot,
-            rows,
-            keys=("local_date", "slot"),
-            update=tuple(k for k in rows[0] if k not in ("local_date", "slot", "computed_at")),
-            touch=("computed_at",),
+    for at in range(0, len(todo), size):
+        chunk = todo[at : at + size]
+        lo = slot_bounds(chunk[0], tz, bounds)[0] - lookback
+        chunk_hi = slot_bounds(chunk[-1], tz, bounds)[1] + timedelta(days=1)
+        readings, events = load_frames(
+            store, lo, chunk_hi, chunk_hi + timedelta(days=DEADLINE_DAYS)
         )
-        store.set_meta(session, STATE_KEY, new_state.dumps())
-    return len(rows)
+        results = compute_slots(
+            readings,
+            events,
+            chunk,
+            tz=tz,
+            now=now,
+            boundaries=bounds,
+            weights=weights,
+            previous=previous,
+            tasks=_task_frame(store, lo, chunk_hi),
+            **freshness_rules(settings),
+        )
+        del readings, events
+        previous = results[-1]
+        if at == 0:
+            results = results[1:]  # the slot before the first: only there for its delta
+        rows = [_row(res) for res in results]
+        with store.transaction() as session:
+            if rows:
+                upsert(
+                    session,
+                    MeterSnapshot,
+                    rows,
+                    keys=("local_date", "slot"),
+                    update=tuple(
+                        k for k in rows[0] if k not in ("local_date", "slot", "computed_at")
+                    ),
+                    touch=("computed_at",),
+                )
+            # The state moves only with the last chunk: a run cut short starts over.
+            if at + size >= len(todo):
+                store.set_meta(session, STATE_KEY, new_state.dumps())
+        done += len(rows)
+        if progress is not None:
+            progress(done, total)
+    return done
+
+
+def _row(res: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "local_date": res.key.local_date,
+        "slot": res.key.slot,
+        "day": res.key.day,
+        "timestep": res.key.timestep,
+        "mapping_version": res.mapping_version,
+        "provenance": dumps({m: res.meters[m].provenance for m in METERS}),
+        "deltas": dumps(res.deltas),
+        "computed_at": utcnow(),
+    }
+    for m in METERS:
+        row[m] = res.meters[m].value
+        row[f"{m}_confidence"] = res.meters[m].confidence
+    return row

@@ -92,6 +92,7 @@ def run_cycle(
     *,
     only: list[str] | None = None,
     force_sync: bool = False,
+    progress: Any = None,
 ) -> CycleReport:
     """Run one full cycle; sources that fail are recorded and the rest carry on."""
     from bridge.out.snapshot import build_snapshot, write_snapshot
@@ -105,7 +106,7 @@ def run_cycle(
             if force_sync or is_due(store, settings, source, now):
                 report.synced.append(run_source(store, settings, source, ctx))
         report.classified = classify_events(store, settings)
-        report.slots = recompute_meters(store, settings, now)
+        report.slots = recompute_meters(store, settings, now, progress=progress)
         rec = recommend(store, settings, now)
         report.recommendation = {"id": rec.id, "action": rec.action, "rationale": rec.rationale}
         report.implicit = answer_implicitly(store, settings, now)

@@ -179,6 +179,13 @@ def run_daemon(settings: Settings, store: Store) -> None:
 
     With [web] enabled the page is served from a thread and stopped after the scheduler.
     """
+    from bridge.out.status import daemon_lock
+
+    with daemon_lock(settings.data_path):
+        _run_daemon(settings, store)
+
+
+def _run_daemon(settings: Settings, store: Store) -> None:
     tune_heap()
     mqtt = _mqtt_link(settings, store)
     scheduler = build_scheduler(settings, store, CycleTracker(mqtt.publish if mqtt else None))

@@ -45,7 +45,9 @@ def slot_document(snap: MeterSnapshot) -> dict[str, Any]:
     for m in METERS:
         doc[m] = getattr(snap, m)
     doc["confidence"] = {m: getattr(snap, f"{m}_confidence") for m in METERS}
-    doc["provenance"] = {m: provenance.get(m, {}) for m in METERS}
+    doc["provenance"] = {m: dict(provenance.get(m, {})) for m in METERS}
+    # Kept inside provenance in the store; a field of its own in the document.
+    doc["freshness"] = {m: doc["provenance"][m].pop("freshness", None) for m in METERS}
     doc["deltas"] = {m: deltas.get(m) for m in METERS}
     doc["mapping_version"] = snap.mapping_version
     return doc

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta, tzinfo
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
 
 from bridge.config import Settings
-from bridge.errors import auth_command
+from bridge.errors import BridgeError, auth_command
 from bridge.intake.push import devices
 from bridge.intake.sources import SCHEDULED, get_state, next_due
 from bridge.out.snapshot import iso
@@ -33,6 +38,42 @@ METER_INPUTS: dict[str, tuple[str, ...]] = {
     "calendar": ("cognition", "progress", "serenity", "connection"),
     "tasks": ("progress",),
 }
+DAEMON_LOCK = ".daemon.lock"
+
+
+@contextmanager
+def daemon_lock(data_dir: Path) -> Iterator[None]:
+    """Held by `rhythm-bridge run` for its lifetime: one daemon per data dir, and `status`
+    can tell whether one runs (the kernel drops the lock when the process dies)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / DAEMON_LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BridgeError(
+                f"another rhythm-bridge daemon is running (it holds {path}); stop it first"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def daemon_running(data_dir: Path) -> bool:
+    path = data_dir / DAEMON_LOCK
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # also releases the probe's own lock
+    return False
+
+
 # A source is "silent" when its last success is older than this many intervals.
 SILENT_AFTER_INTERVALS = 2
 
@@ -134,7 +175,8 @@ def collect_status(settings: Settings, store: Store, now: datetime | None = None
         )
     last_cycle = store.get_meta("last_cycle_at")
     next_cycle = None
-    if last_cycle:
+    running = daemon_running(settings.data_path)
+    if last_cycle and running:
         next_cycle = iso(
             datetime.fromisoformat(last_cycle) + timedelta(minutes=settings.schedule.cycle_minutes)
         )
@@ -146,8 +188,100 @@ def collect_status(settings: Settings, store: Store, now: datetime | None = None
         "timezone": str(settings.tz),
         "last_cycle": last_cycle,
         "next_cycle": next_cycle,
+        "daemon_running": running,
         "sources": sources,
         "push_devices": push_devices(settings, store),
         "freshness": freshness(store, now),
         "warnings": silence_warnings(settings, store, now),
     }
+
+
+# ---- the text report ------------------------------------------------------------------
+
+
+def when(value: str | datetime | None, now: datetime, tz: tzinfo) -> str:
+    """An instant as local wall time with how long ago (or until): '2026-11-14 09:12 (5 days
+    ago)'; 'never' for None."""
+    from mappings.freshness import human_age
+
+    if value is None:
+        return "never"
+    at = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    hours = (now - at).total_seconds() / 3600
+    rel = f"{human_age(hours)} ago" if hours >= 0 else f"in {human_age(-hours)}"
+    if abs(hours) < 1 / 60:
+        rel = "just now"
+    return f"{at.astimezone(tz):%Y-%m-%d %H:%M} ({rel})"
+
+
+def table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    """Left-aligned columns two spaces apart, as wide as their widest cell."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in rows
+    ]
+
+
+def status_lines(doc: dict[str, Any], now: datetime, tz: tzinfo) -> list[str]:
+    """`rhythm-bridge status` as text, in the configured zone."""
+    lines = [
+        f"database: {doc['database']} (schema {doc['schema_version']})",
+        f"snapshot: {doc['snapshot']}",
+        f"time zone: {doc['timezone']}",
+        f"last cycle: {when(doc['last_cycle'], now, tz)}",
+    ]
+    if doc["daemon_running"]:
+        lines.append(
+            f"next cycle: {when(doc['next_cycle'], now, tz)}"
+            if doc["next_cycle"]
+            else "next cycle: as soon as the running daemon starts one"
+        )
+    else:
+        lines.append("daemon: not running (start it: rhythm-bridge run, or the systemd unit)")
+    lines.append("sources:")
+    rows = [["source", "state", "records", "last success"]]
+    notes: dict[int, list[str]] = {}
+    for i, s in enumerate(doc["sources"], start=1):
+        rows.append(
+            [
+                s["source"],
+                s["status"] if s["enabled"] else "disabled",
+                f"{s['records']:,}",
+                when(s["last_success"], now, tz) if s["last_success"] else "—",
+            ]
+        )
+        if s["last_error"]:
+            notes.setdefault(i, []).append(f"last error: {s['last_error']}")
+        if s["action_needed"]:
+            notes.setdefault(i, []).append(f"action needed: run `{s['action_needed']}`")
+    for i, line in enumerate(table(rows)):
+        lines.append(line)
+        lines.extend(f"      {note}" for note in notes.get(i, []))
+    if doc.get("push_devices"):
+        lines.append("push devices:")
+        rows = [["device", "state", "last push", "records"]]
+        notes = {}
+        for i, d in enumerate(doc["push_devices"], start=1):
+            rows.append(
+                [
+                    d["device"],
+                    d["status"],
+                    when(d["last_push"], now, tz),
+                    f"{d['last_records']:,} ({d['records_total']:,} in all)",
+                ]
+            )
+            if d["last_error"]:
+                at = when(d["last_error_at"], now, tz)
+                notes[i] = [f"last error ({at}): {d['last_error']}"]
+        for i, line in enumerate(table(rows)):
+            lines.append(line)
+            lines.extend(f"      {note}" for note in notes.get(i, []))
+    lines.append("data freshness:")
+    rows = [["input", "newest", "feeds"]]
+    for f in doc["freshness"]:
+        rows.append([f["input"], when(f["newest"], now, tz), ", ".join(f["meters"])])
+    lines.extend(table(rows))
+    return lines

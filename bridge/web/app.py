@@ -36,6 +36,10 @@ from bridge.store import Store
 from bridge.web import access, push, views
 from bridge.web.charts import sparkline
 from bridge.web.limits import BodyLimit
+from mappings.actions import METERS
+
+# Below this confidence a meter is drawn faded and hatched (page) or dashed (history).
+WEAK_CONFIDENCE = 0.5
 
 HERE = Path(__file__).parent
 PUBLIC_PREFIXES = ("/static/", "/login", "/healthz")
@@ -176,6 +180,7 @@ def page_view(request: Request) -> Response:
     cards = views.meter_cards(meter_doc)
     for card in cards:
         card["chart"] = sparkline(card["series"], card["name"])
+        card["weak"] = card["confidence"] is not None and card["confidence"] < WEAK_CONFIDENCE
     rec = views.recommendation(st.store, st.settings, now)
     return templates.TemplateResponse(
         request,
@@ -195,6 +200,34 @@ def page_view(request: Request) -> Response:
             "notice": request.query_params.get("done"),
             "proposal": views.proposal(st.store, st.settings, request.query_params.get("next")),
             "require_token": st.require_token,
+        },
+    )
+
+
+def history_page(request: Request) -> Response:
+    from bridge.web.history import RANGE_LABELS, history
+    from bridge.web.history_charts import page_charts
+
+    st = _state(request)
+    q = request.query_params
+    doc = history(st.store, st.settings, st.now(), q.get("range"), q.get("from"), q.get("to"))
+    return templates.TemplateResponse(
+        request,
+        "history.html",
+        {
+            "doc": doc,
+            "charts": page_charts(doc, WEAK_CONFIDENCE),
+            "ranges": list(RANGE_LABELS.items()),
+            "weak_below": WEAK_CONFIDENCE,
+            "has_meters": any(r[m] is not None for r in doc["rows"] for m in METERS),
+            "captions": {
+                "sleep": "Sleep (hours asleep; deep and REM at the bottom)",
+                "hrv": "HRV against your baseline band",
+                "resting_hr": "Resting heart rate against your baseline band",
+                "steps": "Steps",
+                "stress": "Stress",
+                "calendar_hours": "Calendar load (busy hours)",
+            },
         },
     )
 
@@ -280,6 +313,18 @@ def api_meters(request: Request) -> Response:
     if not 1 <= days <= 31:
         raise InputError("days: use 1 to 31")
     return JSONResponse(views.meters(st.store, st.settings, st.now(), days))
+
+
+def api_history(request: Request) -> Response:
+    """Daily (or weekly, over long ranges) meters, inputs and answers: ?range=4w|3m|1y|all
+    or ?from=YYYY-MM-DD&to=YYYY-MM-DD."""
+    from bridge.web.history import history
+
+    st = _state(request)
+    q = request.query_params
+    return JSONResponse(
+        history(st.store, st.settings, st.now(), q.get("range"), q.get("from"), q.get("to"))
+    )
 
 
 def api_recommendation(request: Request) -> Response:
@@ -421,6 +466,7 @@ def create_app(
         if not page
         else [
             Route("/", page_view),
+            Route("/history", history_page),
             Route("/feedback", feedback_form, methods=["POST"]),
             Route("/events/{event_id}/label", label_form, methods=["POST"]),
             Route("/login", login, methods=["GET", "POST"]),
@@ -428,6 +474,7 @@ def create_app(
             Route("/healthz", healthz),
             Route(FEED_PREFIX + "{token}.ics", calendar_feed, methods=["GET", "HEAD"]),
             Route("/api/meters", api_meters),
+            Route("/api/history", api_history),
             Route("/api/recommendation", api_recommendation),
             Route("/api/feedback", api_feedback, methods=["GET", "POST"]),
             Route("/api/events", api_events),

@@ -18,6 +18,7 @@ from bridge.out.snapshot import (
 from bridge.store import Store
 from bridge.store.models import Feedback, Recommendation
 from mappings.actions import BELIEF_AXES, METERS
+from mappings.freshness import human_age
 from mappings.slots import SLOT_NAMES
 
 TREND_DAYS = 7
@@ -92,9 +93,14 @@ def meter_cards(doc: dict[str, Any]) -> list[dict[str, Any]]:
         reason = None
         if cur is not None and cur[m] is None:
             reason = cur["provenance"][m].get("reason")
+        fresh = ((cur or {}).get("freshness") or {}).get(m) or {}
         cards.append(
             {
                 "name": m,
+                "age": human_age(fresh["age_hours"])
+                if fresh.get("age_hours") is not None
+                else None,
+                "stale": bool(fresh.get("stale")),
                 "value": cur[m] if cur else None,
                 "confidence": cur["confidence"][m] if cur else None,
                 "reason": reason or (None if cur else "no meters for this slot yet"),
