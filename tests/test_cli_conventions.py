@@ -59,7 +59,7 @@ def test_version(cli):
 
 @pytest.mark.parametrize(("source", "auth"), [("whoop", "whoop"), ("google-calendar", "google")])
 def test_a_source_never_connected_says_how_and_stores_no_error(
-    cli, tmp_path, memory_keyring, source, auth
+    cli, tmp_path, memory_keyring, store, source, auth
 ):
     section = source.replace("-", "_")
     cfg = write_config(
@@ -68,13 +68,9 @@ def test_a_source_never_connected_says_how_and_stores_no_error(
     result = invoke(cli, "--config", cfg, "sync", source)
     assert f"{section}: not connected: run `rhythm-bridge auth {auth}`" in result.output
     assert "expired" not in result.output and "revoked" not in result.output
-    store = Store(f"sqlite:///{tmp_path / 'data' / 'rhythm-bridge.db'}")
-    try:
-        state = get_state(store, section)
-        assert state is not None and state.status == "not_connected"
-        assert state.last_error is None and state.last_error_at is None
-    finally:
-        store.dispose()
+    state = get_state(store, section)
+    assert state is not None and state.status == "not_connected"
+    assert state.last_error is None and state.last_error_at is None
 
 
 def test_one_spelling_per_source_and_the_old_one_still_works(cli, tmp_path):
