@@ -320,3 +320,46 @@ def test_sample_tasks_are_what_the_generator_writes():
     from bridge.sample_data.generate import tasks_ics
 
     assert (SAMPLE / "tasks.ics").read_bytes() == tasks_ics()
+
+
+# --- the classifier and the observation -------------------------------------------------
+
+
+def test_task_titles_are_labelled_and_due_tasks_join_the_observation(
+    store, settings, tmp_path, ctx
+):
+    from bridge.cycle.recommend import observation_for
+    from bridge.cycle.tasks import classify_tasks
+    from bridge.runner.prompt import build_prompt
+
+    path = tmp_path / "todo.ics"
+    path.write_bytes(
+        vcalendar(
+            "UID:gym\nSUMMARY:Gym\nDUE;TZID=Europe/Berlin:20261119T180000",
+            "UID:tax\nSUMMARY:File taxes\nDUE;VALUE=DATE:20261110",
+            "UID:done\nSUMMARY:Read chapter of Python book\nSTATUS:COMPLETED",
+        )
+    )
+    import_file(store, "ics", path, ctx)
+    assert classify_tasks(store, settings) == 3
+    assert classify_tasks(store, settings) == 0  # nothing changed: nothing relabelled
+    with store.session() as s:
+        actions = dict(s.execute(select(Task.uid, Task.action)).all())
+    assert actions["gym"] == "EXERCISE"
+    assert actions["tax"] == "ADMIN_WORK"
+    evening = SlotKey(date(2026, 11, 19), 2)  # 17:00-22:00 in Berlin
+    obs = observation_for(store, settings, evening, ctx.now)
+    assert obs["tasks_due"] == [
+        {"title": "Gym", "action": "EXERCISE", "due": "2026-11-19T17:00:00+00:00"}
+    ]
+    assert obs["tasks_overdue"] == 1
+    prompt = build_prompt(obs, [])
+    assert "tasks due in this slot: EXERCISE, 1 overdue" in prompt
+    assert "Gym" not in prompt and "taxes" not in prompt  # titles never leave the machine
+
+
+def test_without_tasks_the_observation_is_what_it_was(store, settings, ctx):
+    from bridge.cycle.recommend import observation_for
+
+    obs = observation_for(store, settings, SlotKey(date(2026, 11, 19), 2), ctx.now)
+    assert "tasks_due" not in obs and "tasks_overdue" not in obs

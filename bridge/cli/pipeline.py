@@ -178,7 +178,7 @@ def sync(
     source: Annotated[
         str | None,
         typer.Argument(
-            help="One source: apple-health, ics, google-calendar, whoop or garmin "
+            help="One source: apple-health, ics, google-calendar, google-tasks, whoop or garmin "
             "(default: all enabled)."
         ),
     ] = None,
