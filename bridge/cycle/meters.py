@@ -108,16 +108,6 @@ def _task_frame(store: Store, lo: datetime, hi: datetime) -> pd.DataFrame | None
     return pd.DataFrame(list(map(tuple, rows)), columns=TASK_COLUMNS)
 
 
-def _tasks_version(store: Store) -> str:
-    """Changes to tasks as part of the meters' config: any change recomputes the window
-    (tasks are few; per-day fingerprints are not worth it). Empty without a task source,
-    so nothing changes for people without one."""
-    t = Task.__table__  # type: ignore[attr-defined]
-    with store.session() as session:
-        n, last = session.execute(select(func.count(t.c.id), func.max(t.c.updated_at))).one()
-    return f"|tasks:{n}:{last.isoformat() if last else ''}" if n else ""
-
-
 def meter_weights(settings: Settings) -> Any:
     """The meter weights: the bundled file, or the person's own laid over it."""
     from mappings.meters import WeightsError, load_weights
@@ -221,7 +211,6 @@ def recompute_meters(
             freshness_config(settings),
         )
     )
-    config += _tasks_version(store)
     state = None if full else MeterState.load(store)
     if state is None or state.config != config:
         todo = window
