@@ -8,11 +8,12 @@ import json
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from typer.testing import CliRunner
 
 from bridge.cli.main import app
 from bridge.cycle.meters import first_data_day, recompute_meters
+from bridge.intake.ingest import import_file
 from bridge.out.history import stored_range
 from bridge.store import upsert
 from bridge.store.models import MeterSnapshot, Reading
@@ -159,3 +160,38 @@ def test_a_range_without_data_says_where_the_data_is(loaded, settings, tmp_path)
         "no meters stored from 2025-01-01 to 2025-01-31; "
         "stored meters run from 2026-10-17 to 2026-11-19"
     )
+
+
+def test_a_ticked_off_task_recomputes_from_its_day_not_the_whole_history(loaded, settings, ctx):
+    from bridge.store.models import Task, TaskChange
+    from tests.conftest import SAMPLE
+
+    import_file(loaded, "ics", SAMPLE / "tasks.ics", ctx)
+    recompute_meters(loaded, settings, DEMO_NOW)
+    with loaded.session() as session:
+        # The open task due last (late on the 25th, UTC): its deadline reaches back a week.
+        task = session.execute(
+            select(Task).where(Task.status != "completed").order_by(Task.due_utc.desc()).limit(1)
+        ).scalar_one()
+    assert task.due_utc.date() == date(2026, 11, 25)
+    done_at = (DEMO_NOW - timedelta(days=2)).astimezone(UTC)
+    stamp = datetime.now(UTC) + timedelta(seconds=1)  # after the import's updates
+    with loaded.transaction() as session:
+        session.execute(
+            update(Task).where(Task.id == task.id).values(status="completed", updated_at=stamp)
+        )
+        session.add(
+            TaskChange(task_id=task.id, kind="completed", at_utc=done_at, recorded_at=stamp)
+        )
+    done = recompute_meters(loaded, settings, DEMO_NOW)
+    # From the day before it was ticked off (the 16th) to this morning, not 133 slots.
+    assert done == 3 * 4 + 1
+    incremental = rows(loaded)
+    recompute_meters(loaded, settings, DEMO_NOW, full=True)
+
+    # Values, confidences and deltas; not provenance: the deadline input's unit text
+    # ("days to the next deadline" / "... due task") is chosen per computed run, not per slot.
+    def values(found):
+        return {k: v[:6] + v[7:8] for k, v in found.items()}
+
+    assert values(rows(loaded)) == values(incremental)

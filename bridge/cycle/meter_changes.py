@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import String, func, select, type_coerce
 
 from bridge.store import Store
 from bridge.store.models import CalendarEvent, Reading
@@ -94,10 +94,15 @@ def fingerprints(
         ).all()
         # Deadlines reach a week back (proximity looks ahead), so they get their own key;
         # titles are matched here, with the same pattern the meters use.
+        # Instants as the database returns them (text on SQLite): only compared and cut to
+        # their day here, and years of events would cost a datetime each.
         titled = session.execute(
-            select(e.c.start_utc, e.c.title, e.c.status, e.c.updated_at).where(
-                e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < hi
-            )
+            select(
+                type_coerce(e.c.start_utc, String),
+                e.c.title,
+                e.c.status,
+                type_coerce(e.c.updated_at, String),
+            ).where(e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < hi)
         ).all()
     out = {f"r:{_day(row[0])}": _join(row[1:]) for row in readings}
     out.update({f"e:{_day(row[0])}": _join(row[1:]) for row in events})

@@ -108,6 +108,43 @@ def _task_frame(store: Store, lo: datetime, hi: datetime) -> pd.DataFrame | None
     return pd.DataFrame(list(map(tuple, rows)), columns=TASK_COLUMNS)
 
 
+def _tasks_changed_from(store: Store, old_version: str) -> date | None:
+    """The earliest day that tasks changed since `old_version` (a `_tasks_version` string)
+    can move: a new history entry moves slots from the day before it happened on; a task
+    updated without one (a new title, label or due date) from the day before its first
+    entry; a due date (any the changed tasks had) the week before it, like a deadline.
+    None: nothing to go by (recompute everything)."""
+    stamp = old_version.split(":", 2)[2] if old_version.startswith("|tasks:") else ""
+    if not stamp:
+        return None
+    since = datetime.fromisoformat(stamp)  # the newest task update the last run saw
+    t, h = Task.__table__, TaskChange.__table__  # type: ignore[attr-defined]
+    new_rows = select(h.c.task_id).where(h.c.recorded_at > since)
+    with store.session() as session:
+        entry, entry_due = session.execute(
+            select(func.min(h.c.at_utc), func.min(h.c.due_utc)).where(h.c.recorded_at > since)
+        ).one()
+        quiet = session.execute(
+            select(func.min(h.c.at_utc))
+            .join(t, t.c.id == h.c.task_id)
+            .where(t.c.updated_at > since, t.c.id.not_in(new_rows))
+        ).scalar()
+        # Every due date a changed task ever had: the meters read its current one.
+        due_before = session.execute(
+            select(func.min(h.c.due_utc))
+            .join(t, t.c.id == h.c.task_id)
+            .where(t.c.updated_at > since)
+        ).scalar()
+        due_now = session.execute(
+            select(func.min(t.c.due_utc)).where(t.c.updated_at > since)
+        ).scalar()
+    marks = [v.date() - timedelta(days=1) for v in (entry, quiet) if v is not None]
+    marks += [
+        v.date() - timedelta(days=DEADLINE_DAYS) for v in (entry_due, due_before, due_now) if v
+    ]
+    return min(marks) if marks else None
+
+
 def _tasks_version(store: Store) -> str:
     """Changes to tasks as part of the meters' config: any change recomputes the window
     (tasks are few; per-day fingerprints are not worth it). Empty without a task source,
@@ -159,6 +196,36 @@ def history_start(store: Store, settings: Settings, last: SlotKey) -> SlotKey:
     if settings.meters.history_days:
         first = max(first, last.local_date - timedelta(days=settings.meters.history_days - 1))
     return SlotKey(first, 0)
+
+
+def _stored_slots(store: Store, window: list[SlotKey]) -> set[tuple[date, int]]:
+    """The window's slots that have a stored row. Years of them are only read when one is
+    missing: otherwise every slot is there (but perhaps the current one)."""
+    first, last = window[0], window[-1]
+    keys = {(k.local_date, k.slot) for k in window}
+    with store.session() as session:
+        n = session.execute(
+            select(func.count()).where(
+                MeterSnapshot.local_date >= first.local_date,
+                MeterSnapshot.local_date <= last.local_date,
+            )
+        ).scalar_one()
+        if n >= len(window) - 1:
+            has_last = session.execute(
+                select(MeterSnapshot.id).where(
+                    MeterSnapshot.local_date == last.local_date, MeterSnapshot.slot == last.slot
+                )
+            ).first()
+            if n == len(window) or not has_last:
+                return keys if has_last else keys - {(last.local_date, last.slot)}
+        return {
+            (d, s)
+            for d, s in session.execute(
+                select(MeterSnapshot.local_date, MeterSnapshot.slot).where(
+                    MeterSnapshot.local_date >= first.local_date
+                )
+            )
+        }
 
 
 Progress = Callable[[int, int], None]
@@ -221,26 +288,26 @@ def recompute_meters(
             freshness_config(settings),
         )
     )
-    config += _tasks_version(store)
+    base, tasks_version = config, _tasks_version(store)
+    config += tasks_version
     state = None if full else MeterState.load(store)
-    if state is None or state.config != config:
+    tasks_from: date | None = None
+    if state is not None and state.config != config and state.config.startswith(base):
+        # Only the tasks changed: recompute from the earliest day the changed ones reach.
+        tasks_from = _tasks_changed_from(store, state.config[len(base) :])
+        if tasks_from is None:
+            state = None
+    if state is None or (state.config != config and tasks_from is None):
         todo = window
     else:
-        with store.session() as session:
-            stored = {
-                (d, s)
-                for d, s in session.execute(
-                    select(MeterSnapshot.local_date, MeterSnapshot.slot).where(
-                        MeterSnapshot.local_date >= first.local_date
-                    )
-                )
-            }
+        stored = _stored_slots(store, window)
         last_current = (
             current_slot(settings, datetime.fromisoformat(state.as_of)) if state.as_of else None
         )
-        todo = slots_to_recompute(
-            window, stored, first_changed_day(state.days, prints, since.date()), last_current
-        )
+        changed = first_changed_day(state.days, prints, since.date())
+        if tasks_from is not None:
+            changed = min(changed or tasks_from, tasks_from)
+        todo = slots_to_recompute(window, stored, changed, last_current)
     # One contiguous run (every slot's delta needs the one before), starting one slot
     # early so the first has its delta too.
     todo = [todo[0].prev(), *window[window.index(todo[0]) :]]
