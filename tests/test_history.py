@@ -20,7 +20,7 @@ from bridge.store.models import MeterSnapshot, Reading
 from connectors.base import ReadingRecord
 from tests.conftest import DEMO_NOW
 from tests.helpers import validate_snapshot, write_config
-from tests.test_meter_recompute import load_sample
+from tests.test_meter_recompute import add_reading, load_sample
 from tests.test_meter_recompute import snapshots as rows
 
 
@@ -195,3 +195,39 @@ def test_a_ticked_off_task_recomputes_from_its_day_not_the_whole_history(loaded,
         return {k: v[:6] + v[7:8] for k, v in found.items()}
 
     assert values(rows(loaded)) == values(incremental)
+
+
+@pytest.fixture
+def long_history(store, settings):
+    """200 days of the benchmark's generated data (no minute heart rate), meters computed."""
+    from benchmarks.meters import load_into, synth
+
+    readings, events = synth(date(2026, 5, 3), 200)
+    load_into(store, readings[readings["metric"] != "heart_rate"], events)
+    recompute_meters(store, settings, DEMO_NOW)
+    return store
+
+
+def test_over_long_history_a_cycle_carries_old_prints_and_still_sees_old_changes(
+    long_history, settings
+):
+    store = long_history
+    assert first_data_day(store, settings) == date(2026, 5, 2)
+    # Nothing new: only the current slot, with the old days' prints carried over.
+    from bridge.cycle.meter_changes import MeterState
+
+    assert recompute_meters(store, settings, DEMO_NOW) == 1
+    state = MeterState.load(store)
+    assert state.older and "r:2026-05-10" in state.days  # months of days, one print for them
+    # A reading from June changes (a re-import): recomputed from the day before it on,
+    # the same rows as a full recompute.
+    add_reading(store, "resting_hr", datetime(2026, 6, 10, 7, 0, tzinfo=UTC), 80.0)
+    done = recompute_meters(store, settings, DEMO_NOW)
+    assert done == ((date(2026, 11, 19) - date(2026, 6, 9)).days) * 4 + 1
+    incremental = rows(store)
+    recompute_meters(store, settings, DEMO_NOW, full=True)
+    assert rows(store) == incremental
+    assert recompute_meters(store, settings, DEMO_NOW) == 1
+    # Something new today: only this morning (and what it reaches), not 200 days.
+    add_reading(store, "hrv_sdnn", DEMO_NOW.replace(hour=3).astimezone(UTC), 30.0)
+    assert recompute_meters(store, settings, DEMO_NOW) <= 4 * 2 + 1

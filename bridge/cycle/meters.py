@@ -262,6 +262,7 @@ def recompute_meters(
     from bridge.cycle.meter_changes import (
         STATE_KEY,
         MeterState,
+        carried_prints,
         fingerprints,
         first_changed_day,
         slots_to_recompute,
@@ -277,9 +278,6 @@ def recompute_meters(
     window_lo = slot_bounds(first.prev(), tz, bounds)[0]
     hi = slot_bounds(last, tz, bounds)[1] + timedelta(days=1)
     since = window_lo - lookback
-    prints = fingerprints(
-        store, since, hi + timedelta(days=DEADLINE_DAYS), weights.calendar_rules().deadline_pattern
-    )
     config = "|".join(
         (
             weights.version,
@@ -291,6 +289,22 @@ def recompute_meters(
     base, tasks_version = config, _tasks_version(store)
     config += tasks_version
     state = None if full else MeterState.load(store)
+    pattern = weights.calendar_rules().deadline_pattern
+    prints_hi = hi + timedelta(days=DEADLINE_DAYS)
+    # Per-day prints are read afresh for the recent days only (from the UTC midnight
+    # before the export window's lookback, as when only the window was kept); older days
+    # keep theirs while one print of all their rows holds, so a cycle over years of
+    # history reads about as much as one over the window.
+    recent = last.local_date - timedelta(days=settings.export.days + 1) - lookback
+    cut = datetime.combine(recent, datetime.min.time(), tzinfo=UTC)
+    older, carried = "", {}
+    if since < cut - timedelta(days=2):
+        older, carried = carried_prints(state, store, since, cut)
+    prints = (
+        {**carried, **fingerprints(store, cut, prints_hi, pattern)}
+        if carried
+        else fingerprints(store, since, prints_hi, pattern)
+    )
     tasks_from: date | None = None
     if state is not None and state.config != config and state.config.startswith(base):
         # Only the tasks changed: recompute from the earliest day the changed ones reach.
@@ -313,7 +327,7 @@ def recompute_meters(
     todo = [todo[0].prev(), *window[window.index(todo[0]) :]]
     size = max(1, chunk_days) * 4
     total, done, previous = len(todo) - 1, 0, None
-    new_state = MeterState(config, now.astimezone(UTC).isoformat(), prints)
+    new_state = MeterState(config, now.astimezone(UTC).isoformat(), prints, older)
     for at in range(0, len(todo), size):
         chunk = todo[at : at + size]
         lo = slot_bounds(chunk[0], tz, bounds)[0] - lookback
