@@ -33,6 +33,7 @@ LONGEST_RECORD = timedelta(days=31)
 # A backfill loads and computes this many days at a time: a Pi's memory holds a chunk of
 # a decade of history, not all of it.
 CHUNK_DAYS = 366
+CUT_GRID_DAYS = 32
 
 
 def load_frames(
@@ -296,6 +297,8 @@ def recompute_meters(
     # keep theirs while one print of all their rows holds, so a cycle over years of
     # history reads about as much as one over the window.
     recent = last.local_date - timedelta(days=settings.export.days + 1) - lookback
+    # On a 32-day grid: the older rows' print changes when the grid moves on, not daily.
+    recent = date.fromordinal(recent.toordinal() - recent.toordinal() % CUT_GRID_DAYS)
     cut = datetime.combine(recent, datetime.min.time(), tzinfo=UTC)
     older, carried = "", {}
     if since < cut - timedelta(days=2):
