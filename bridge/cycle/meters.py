@@ -200,33 +200,23 @@ def history_start(store: Store, settings: Settings, last: SlotKey) -> SlotKey:
 
 
 def _stored_slots(store: Store, window: list[SlotKey]) -> set[tuple[date, int]]:
-    """The window's slots that have a stored row. Years of them are only read when one is
-    missing: otherwise every slot is there (but perhaps the current one)."""
-    first, last = window[0], window[-1]
-    keys = {(k.local_date, k.slot) for k in window}
+    """The window's slots that have a stored row. Years of keys are only read when an old
+    one is missing: a count says whether all the slots before the last two days are there."""
+    first, recent = window[0].local_date, window[-1].local_date - timedelta(days=2)
+    older = {(k.local_date, k.slot) for k in window if k.local_date < recent}
+    m = MeterSnapshot.__table__  # type: ignore[attr-defined]
     with store.session() as session:
         n = session.execute(
-            select(func.count()).where(
-                MeterSnapshot.local_date >= first.local_date,
-                MeterSnapshot.local_date <= last.local_date,
-            )
+            select(func.count()).where(m.c.local_date >= first, m.c.local_date < recent)
         ).scalar_one()
-        if n >= len(window) - 1:
-            has_last = session.execute(
-                select(MeterSnapshot.id).where(
-                    MeterSnapshot.local_date == last.local_date, MeterSnapshot.slot == last.slot
-                )
-            ).first()
-            if n == len(window) or not has_last:
-                return keys if has_last else keys - {(last.local_date, last.slot)}
-        return {
+        lo = recent if n == len(older) else first
+        found = {
             (d, s)
             for d, s in session.execute(
-                select(MeterSnapshot.local_date, MeterSnapshot.slot).where(
-                    MeterSnapshot.local_date >= first.local_date
-                )
+                select(m.c.local_date, m.c.slot).where(m.c.local_date >= lo)
             )
         }
+    return (older | found) if lo == recent else found
 
 
 Progress = Callable[[int, int], None]
