@@ -9,6 +9,35 @@ A *file source* is a module with the same shape as its siblings:
 
 `read` never touches the database; `bridge.intake.ingest` writes what it yields in one
 transaction, so a failed import commits nothing.
+
+Records a source revises
+------------------------
+Some facts arrive before they are final and come back later, changed: a day's total
+grows with every watch upload (its end moves with it), a night is re-scored (new stage
+totals, so the stages laid back to back from sleep start get new ends), a person edits
+their sleep window (a new start), an API object is updated. A row's natural key holds its
+instants, so each version would be a new row beside the old one. Such records carry a
+`revision` key naming the fact, not the version; every record of one revision key is the
+whole current truth of that fact, and the writer replaces the stored rows of the same
+source and key with them in the same transaction (it never adds beside them). What names
+the fact, per source:
+
+    garmin          "day:<local date>"     the daily summary (steps, average stress,
+                                           resting HR, Body Battery): a day still growing
+                    "sleep:<calendarDate>" a night's in-bed span, stages, score, breathing
+                    (heart rate samples and nightly HRV have stable instants: no key)
+    whoop           "sleep:<id>", "cycle:<id>", "workout:<id>"  the API object's id;
+                    "recovery:<cycle_id>"  a recovery is its cycle's (dated at wake-up,
+                                           which moves when the sleep is edited)
+    google_calendar events: the natural key is already the API's id (uid, recurrence)
+    ics             events: UID + RECURRENCE-ID (the natural key)
+    apple_health    export samples are final: no key. Pushed daily aggregates (Health
+                    Auto Export re-sends today's, larger, with every push) would use
+                    "day:<metric>:<local date>"
+    fit, garmin_export  files of final samples: no key
+
+A source must yield every record of a revision key in the same pull or file (the writer
+deletes what the key's new version no longer has).
 """
 
 from __future__ import annotations
@@ -41,6 +70,8 @@ class ReadingRecord:
     label: str = ""
     origin: str = ""
     device: str = ""
+    # Which fact this is a version of, when the source may revise it (see above).
+    revision: str = ""
 
     def row(self, source: str, imported_at: datetime) -> dict[str, Any]:
         offset = self.start.utcoffset()
@@ -55,6 +86,7 @@ class ReadingRecord:
             "unit": self.unit,
             "label": self.label,
             "device": self.device,
+            "revision": self.revision,
             "imported_at": imported_at,
         }
 

@@ -15,7 +15,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from typing import Any
 
 import httpx
@@ -188,7 +188,7 @@ def _gmt(text: str) -> datetime:
 
 
 def _zone(local: str | int | None, gmt: str | int | None) -> timezone:
-    """The day's UTC offset from a Local/GMT pair (strings or epoch ms); UTC if unknown."""
+    """The UTC offset of one Local/GMT pair (strings or epoch ms); UTC if unknown."""
     if local is None or gmt is None:
         return UTC
     if isinstance(local, int | float) and isinstance(gmt, int | float):
@@ -197,6 +197,35 @@ def _zone(local: str | int | None, gmt: str | int | None) -> timezone:
         delta = datetime.fromisoformat(str(local)) - datetime.fromisoformat(str(gmt))
     minutes = round(delta.total_seconds() / 60 / 15) * 15
     return timezone(timedelta(minutes=minutes)) if abs(minutes) < 18 * 60 else UTC
+
+
+def _instant(gmt: str | int | float) -> datetime:
+    if isinstance(gmt, int | float):
+        return datetime.fromtimestamp(gmt / 1000, UTC)
+    return _gmt(str(gmt))
+
+
+def _zone_of(tz: tzinfo, *pairs: tuple[Any, Any]) -> tzinfo:
+    """The zone that gives each row the offset at its own instant.
+
+    Garmin gives a Local/GMT pair only at a day's (or night's) start and end; on the day
+    of a daylight-saving change they differ, and one fixed offset would be wrong for part
+    of the day. The person's zone is used when it agrees with every pair (then it knows
+    the exact moment of the change); else (travelling, zone not configured) the pairs'
+    offset, which is exact on every day without a change.
+    """
+    known = [(local, gmt) for local, gmt in pairs if local is not None and gmt is not None]
+    if not known:
+        return tz
+    offsets = [_zone(local, gmt) for local, gmt in known]
+    try:
+        agrees = all(
+            _instant(gmt).astimezone(tz).utcoffset() == off.utcoffset(None)
+            for (_, gmt), off in zip(known, offsets, strict=True)
+        )
+    except (ValueError, OverflowError, OSError):
+        agrees = False
+    return tz if agrees else offsets[0]
 
 
 def _day_start(day: str, tz: Any) -> datetime:
@@ -213,16 +242,24 @@ def hrv_records(summary: dict[str, Any], tz: Any) -> list[ReadingRecord]:
     return [ReadingRecord("hrv_rmssd", when, when, float(value), "ms", "", ORIGIN)]
 
 
-def sleep_records(doc: dict[str, Any]) -> list[ReadingRecord]:
-    """In-bed span, stage totals packed from sleep start, score and breathing rate."""
+def sleep_records(doc: dict[str, Any], tz: tzinfo = UTC) -> list[ReadingRecord]:
+    """In-bed span, stage totals packed from sleep start, score and breathing rate.
+
+    Garmin re-scores a night (new stage totals) and people edit their sleep window: all
+    of the night's rows are one fact, `sleep:<calendarDate>`, replaced as one.
+    """
     dto = doc.get("dailySleepDTO") or doc
     start_ms, end_ms = dto.get("sleepStartTimestampGMT"), dto.get("sleepEndTimestampGMT")
     if not start_ms or not end_ms:
         return []
     # The "Local" stamps are wall time shifted, not UTC: use them only for the offset.
-    tz = _zone(dto.get("sleepStartTimestampLocal"), start_ms)
-    start = datetime.fromtimestamp(start_ms / 1000, UTC).astimezone(tz)
-    end = datetime.fromtimestamp(end_ms / 1000, UTC).astimezone(tz)
+    zone = _zone_of(
+        tz,
+        (dto.get("sleepStartTimestampLocal"), start_ms),
+        (dto.get("sleepEndTimestampLocal"), end_ms),
+    )
+    start = datetime.fromtimestamp(start_ms / 1000, UTC).astimezone(zone)
+    end = datetime.fromtimestamp(end_ms / 1000, UTC).astimezone(zone)
     if end <= start:
         return []
     out = packed_sleep(
@@ -243,16 +280,45 @@ def sleep_records(doc: dict[str, Any]) -> list[ReadingRecord]:
     if dto.get("averageRespirationValue") is not None:
         value = float(dto["averageRespirationValue"])
         out.append(ReadingRecord("respiratory_rate", start, end, value, "count/min", "", ORIGIN))
+    night = dto.get("calendarDate") or str(end.date())
+    for rec in out:
+        rec.revision = f"sleep:{night}"
     return out
 
 
-def summary_records(day: dict[str, Any]) -> list[ReadingRecord]:
-    """Steps over the day; resting HR, average stress and body battery at its start."""
+def _wake_time(day: dict[str, Any], start: datetime, end: datetime) -> datetime | None:
+    """When the day's main sleep ended: its SLEEP event in the Body Battery event list."""
+    for event in day.get("bodyBatteryActivityEventList") or []:
+        if not isinstance(event, dict) or event.get("eventType") != "SLEEP":
+            continue
+        began, length = event.get("eventStartTimeGmt"), event.get("durationInMilliseconds")
+        if not began or not isinstance(length, int | float):
+            continue
+        woke = _gmt(str(began)) + timedelta(milliseconds=length)
+        if start <= woke <= end:
+            return woke
+    return None
+
+
+def summary_records(day: dict[str, Any], tz: tzinfo = UTC) -> list[ReadingRecord]:
+    """The day so far: steps and average stress over [day start, last upload], resting HR
+    at its start, Body Battery at wake-up.
+
+    A day not yet over ends at the watch's last upload and grows with the next one: every
+    row of the summary is one fact, `day:<calendarDate>`, replaced as one, so a day is
+    never counted once per sync. Body Battery at wake describes the morning it was
+    measured: it is dated at the wake-up (the summary's SLEEP event), where the meters
+    look for it; highest and lowest so far are kept with the day.
+    """
     start_gmt, end_gmt = day.get("wellnessStartTimeGmt"), day.get("wellnessEndTimeGmt")
     if not start_gmt or not end_gmt:
         return []
-    tz = _zone(day.get("wellnessStartTimeLocal"), start_gmt)
-    start, end = _gmt(start_gmt).astimezone(tz), _gmt(end_gmt).astimezone(tz)
+    zone = _zone_of(
+        tz,
+        (day.get("wellnessStartTimeLocal"), start_gmt),
+        (day.get("wellnessEndTimeLocal"), end_gmt),
+    )
+    start, end = _gmt(start_gmt).astimezone(zone), _gmt(end_gmt).astimezone(zone)
     out = []
     if day.get("totalSteps") is not None:
         out.append(
@@ -265,26 +331,36 @@ def summary_records(day: dict[str, Any]) -> list[ReadingRecord]:
     stress = day.get("averageStressLevel")
     if stress is not None and stress >= 0:
         out.append(ReadingRecord("stress", start, end, float(stress), "", "day_avg", ORIGIN))
+    woke = _wake_time(day, start, end)
     for label, key in (
         ("at_wake", "bodyBatteryAtWakeTime"),
         ("highest", "bodyBatteryHighestValue"),
         ("lowest", "bodyBatteryLowestValue"),
     ):
         if day.get(key) is not None:
+            when = woke.astimezone(zone) if label == "at_wake" and woke else start
             out.append(
-                ReadingRecord("body_battery", start, start, float(day[key]), "", label, ORIGIN)
+                ReadingRecord("body_battery", when, when, float(day[key]), "", label, ORIGIN)
             )
+    revision = f"day:{day.get('calendarDate') or start.date()}"
+    for rec in out:
+        rec.revision = revision
     return out
 
 
-def heart_rate_records(doc: dict[str, Any]) -> list[ReadingRecord]:
-    """All-day heart rate samples ([epoch ms, bpm] pairs; null bpm = off-wrist)."""
-    tz = _zone(doc.get("startTimestampLocal"), doc.get("startTimestampGMT"))
+def heart_rate_records(doc: dict[str, Any], tz: tzinfo = UTC) -> list[ReadingRecord]:
+    """All-day heart rate samples ([epoch ms, bpm] pairs; null bpm = off-wrist), each
+    with the offset at its own instant."""
+    zone = _zone_of(
+        tz,
+        (doc.get("startTimestampLocal"), doc.get("startTimestampGMT")),
+        (doc.get("endTimestampLocal"), doc.get("endTimestampGMT")),
+    )
     out = []
     for pair in doc.get("heartRateValues") or []:
         if not isinstance(pair, list) or len(pair) < 2 or pair[1] is None:
             continue
-        when = datetime.fromtimestamp(pair[0] / 1000, UTC).astimezone(tz)
+        when = datetime.fromtimestamp(pair[0] / 1000, UTC).astimezone(zone)
         out.append(ReadingRecord("heart_rate", when, when, float(pair[1]), "count/min", "", ORIGIN))
     return out
 
@@ -359,8 +435,11 @@ def pull(
         if client is None:
             api.client.close()
     result.records.extend(normalize(SOURCE, "hrv", hrv, lambda s: hrv_records(s, ctx.tz)))
-    result.records.extend(normalize(SOURCE, "summary", days, summary_records))
-    result.records.extend(normalize(SOURCE, "sleep", sleeps, sleep_records))
-    result.records.extend(normalize(SOURCE, "heart_rate", rates, heart_rate_records))
+    tz = ctx.tz
+    result.records.extend(normalize(SOURCE, "summary", days, lambda d: summary_records(d, tz)))
+    result.records.extend(normalize(SOURCE, "sleep", sleeps, lambda d: sleep_records(d, tz)))
+    result.records.extend(
+        normalize(SOURCE, "heart_rate", rates, lambda d: heart_rate_records(d, tz))
+    )
     result.cursors[(STREAM, "")] = str(today)
     return result

@@ -164,7 +164,8 @@ def packed_sleep(
         value = minutes.get(label) or 0.0
         if value <= 0:
             continue
-        stop = min(end, cursor + timedelta(minutes=value))
+        # In UTC: a zone's wall-clock arithmetic would stretch a stage over a DST change.
+        stop = min(end, (cursor.astimezone(UTC) + timedelta(minutes=value)).astimezone(end.tzinfo))
         out.append(ReadingRecord("sleep", cursor, stop, value, "min", label, origin))
         cursor = stop
     return out

@@ -268,7 +268,15 @@ def sleep_records(raw: dict[str, Any]) -> list[ReadingRecord]:
     if score.get("respiratory_rate") is not None:
         value = float(score["respiratory_rate"])
         out.append(ReadingRecord("respiratory_rate", start, end, value, "count/min", "", origin))
-    return out
+    return _revision(out, f"sleep:{raw['id']}")
+
+
+def _revision(records: list[ReadingRecord], key: str) -> list[ReadingRecord]:
+    """WHOOP re-scores sleeps and people edit them (new start or end, new stage totals):
+    every row of one API object is one fact, named by the object's id."""
+    for rec in records:
+        rec.revision = key
+    return records
 
 
 def recovery_records(raw: dict[str, Any], wake_times: dict[str, datetime]) -> list[ReadingRecord]:
@@ -287,7 +295,8 @@ def recovery_records(raw: dict[str, Any], wake_times: dict[str, datetime]) -> li
     ):
         if score.get(key) is not None:
             out.append(ReadingRecord(metric, when, when, float(score[key]), unit, "", "whoop"))
-    return out
+    # Dated at its sleep's wake-up, which moves when the sleep is edited: the cycle's.
+    return _revision(out, f"recovery:{raw['cycle_id']}")
 
 
 def cycle_records(raw: dict[str, Any]) -> list[ReadingRecord]:
@@ -296,7 +305,8 @@ def cycle_records(raw: dict[str, Any]) -> list[ReadingRecord]:
     if score is None or end is None or score.get("average_heart_rate") is None:
         return []
     value = float(score["average_heart_rate"])
-    return [ReadingRecord("heart_rate", start, end, value, "count/min", "cycle_avg", "whoop")]
+    rec = ReadingRecord("heart_rate", start, end, value, "count/min", "cycle_avg", "whoop")
+    return _revision([rec], f"cycle:{raw['id']}")
 
 
 def workout_records(raw: dict[str, Any]) -> list[ReadingRecord]:
@@ -305,7 +315,8 @@ def workout_records(raw: dict[str, Any]) -> list[ReadingRecord]:
         return []
     minutes = (end - start).total_seconds() / 60
     sport = str(raw.get("sport_name") or "activity")
-    return [ReadingRecord("workout", start, end, minutes, "min", sport, "whoop")]
+    rec = ReadingRecord("workout", start, end, minutes, "min", sport, "whoop")
+    return _revision([rec], f"workout:{raw['id']}")
 
 
 # --- one pull -------------------------------------------------------------------------

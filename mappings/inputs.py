@@ -399,7 +399,9 @@ def task_inputs(tasks: Tasks, sl: SlotArrays, targets: dict[str, float]) -> list
             gate(has, np.where(np.isnan(days), 1.0, np.clip(days / 7, 0.0, 1.0))),
             gate(has, np.full(len(has), 0.8)),
             gate(has, days),
-            "days to the next due task",
+            # The calendar's unit: a slot's value must not depend on which other slots
+            # were computed with it; the provenance names the task (next_due).
+            "days to the next deadline",
             tasks=names("next_due"),
         ),
     ]
@@ -414,13 +416,13 @@ def _merge(calendar: InputArray | None, task: InputArray) -> InputArray:
     def pick(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(use, a, b)
 
-    cal_unit, task_unit, from_tasks = calendar.unit, task.unit, use.tolist()
+    from_tasks = use.tolist()
     return InputArray(
         task.name,
         pick(task.score, calendar.score),
         pick(task.confidence, calendar.confidence),
         pick(task.raw, calendar.raw),
-        task_unit if use.all() else cal_unit,
+        task.unit,
         tasks=lambda i: task.tasks(i) if from_tasks[i] and task.tasks else {},
     )
 

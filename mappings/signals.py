@@ -27,6 +27,9 @@ class Signal:
     spread_floor: float = 0.05
     population: dict[str, tuple[float, float]] = field(default_factory=dict)
     unit: str = ""
+    # When set: only readings of these labels count, each with its own window (hours).
+    # A once-a-day value describes the day from its moment on, a sample the hours around it.
+    label_windows: dict[str, float] = field(default_factory=dict)
 
 
 SIGNALS: tuple[Signal, ...] = (
@@ -73,6 +76,10 @@ SIGNALS: tuple[Signal, ...] = (
         spread_floor=8.0,
         population={"body_battery": (50.0, 20.0)},
         unit="0-100",
+        # Samples (no label) speak for 3 hours; the value at wake-up, dated at the wake-up,
+        # for the day it starts, like WHOOP's recovery. A day's highest and lowest so far
+        # have no moment they describe and do not count.
+        label_windows={"": 3, "at_wake": 24},
     ),
 )
 
@@ -99,13 +106,20 @@ def score_signal(
     total_score, total_conf, total_raw = np.zeros(n), np.zeros(n), np.zeros(n)
     count = np.zeros(n)
     sources: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    window = int(signal.window_hours * NS_PER_HOUR)
-    lo = as_of - window
-    base_day = epoch_day(lo + tz_offset_ns)
     frame = readings.metric(*signal.metrics)
     frame = frame[frame["value"] > 0] if signal.log else frame[frame["value"] >= 0]
+    keys = ["metric", "origin"]
+    if signal.label_windows:
+        frame = frame[frame["label"].isin(list(signal.label_windows))]
+        keys.append("label")
+    # The baseline's day is the same for every label: that of the signal's own window.
+    base_day = epoch_day(as_of - int(signal.window_hours * NS_PER_HOUR) + tz_offset_ns)
     last_day = int(base_day.max()) if n else 0
-    for (metric, origin), group in frame.groupby(["metric", "origin"], sort=True):
+    for key, group in frame.groupby(keys, sort=True):
+        metric, origin = key[0], key[1]
+        tag = str(key[2]) if len(key) > 2 else ""
+        hours = signal.label_windows.get(tag, signal.window_hours)
+        lo = as_of - int(hours * NS_PER_HOUR)
         end = group["end"].to_numpy()
         values = group["value"].to_numpy(dtype=float)
         order = np.argsort(end, kind="stable")
@@ -132,7 +146,7 @@ def score_signal(
         total_conf += np.where(has, conf, 0.0)
         total_raw += np.where(has, mean, 0.0)
         count += has
-        label = f"{metric}:{origin or 'unknown'}"
+        label = f"{metric}:{origin or 'unknown'}" + (f":{tag}" if tag else "")
         sources[label] = (mean, np.where(has, center, np.nan))
     with np.errstate(invalid="ignore", divide="ignore"):
         return SignalResult(

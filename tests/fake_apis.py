@@ -1,9 +1,11 @@
 """Google Calendar, WHOOP, Garmin and an .ics feed as one local HTTP server on 127.0.0.1.
 
 A small deterministic world unfolds with a clock the caller sets: events appear ten days
-ahead, move, and are cancelled the day before; sleeps show up at wake-up as PENDING_SCORE
-and are scored an hour later; today's steps and heart rate grow through the day. That is
-what the real services do between two pulls, so a daemon syncing against this server for
+ahead, move, and are cancelled the day before; sleeps show up at wake-up as PENDING_SCORE,
+are scored an hour later, re-scored later still, and some are edited; Garmin holds what
+the watch uploaded, a few times a day, so today's summary ends at the last upload (as a
+real recorded one does) and its steps, stress and heart rate grow with each upload. That
+is what the real services do between two pulls, so a daemon syncing against this server for
 weeks meets every kind of change. The shapes come from the real samples in tests/fixtures
 (WHOOP's OpenAPI examples, Garmin Connect responses).
 
@@ -285,19 +287,28 @@ class World:
                     raw.pop("score", None)
                 out.append((start, raw))
             elif stream == "sleep" and now >= end + timedelta(minutes=5):
+                # Re-scored three hours after the first score; a third of the sleeps are
+                # edited at noon (the person woke 15 minutes later than detected).
+                version = int(now >= end + timedelta(hours=4))
+                changed = end
+                if self.rng("wedit", day).random() < 1 / 3 and now >= _local(day, 12):
+                    end, changed = end + timedelta(minutes=15), _local(day, 12)
+                elif version:
+                    changed = end + timedelta(hours=4)
                 raw = {**record_example("/v2/activity/sleep"), **base, "id": self.uuid("s", day)}
                 raw.update(cycle_id=cycle_id, start=iso_z(start), end=iso_z(end), nap=False)
-                raw.update(created_at=iso_z(end + timedelta(minutes=5)), updated_at=iso_z(end))
+                raw.update(created_at=iso_z(end + timedelta(minutes=5)), updated_at=iso_z(changed))
                 raw["score_state"] = "SCORED" if scored else "PENDING_SCORE"
                 if scored:
                     bed = (end - start).total_seconds() * 1000
+                    rs = self.rng("whoop-score", day, version)
                     score = copy.deepcopy(raw["score"])
                     score["stage_summary"].update(
                         total_in_bed_time_milli=int(bed),
                         total_awake_time_milli=int(bed * 0.06),
-                        total_light_sleep_time_milli=int(bed * 0.48),
-                        total_slow_wave_sleep_time_milli=int(bed * r.uniform(0.15, 0.22)),
-                        total_rem_sleep_time_milli=int(bed * 0.2),
+                        total_light_sleep_time_milli=int(bed * rs.uniform(0.42, 0.5)),
+                        total_slow_wave_sleep_time_milli=int(bed * rs.uniform(0.15, 0.22)),
+                        total_rem_sleep_time_milli=int(bed * rs.uniform(0.17, 0.22)),
                     )
                     score["sleep_performance_percentage"] = r.randint(60, 99)
                     score["respiratory_rate"] = round(r.uniform(14, 17), 1)
@@ -330,13 +341,39 @@ class World:
         return sorted(out, key=lambda pair: pair[0], reverse=True)
 
     # --- Garmin -------------------------------------------------------------------------
+    #
+    # What Garmin holds is what the watch has uploaded: a day not yet over ends at the
+    # last upload (a real recorded summary has wellnessEndTimeGmt at the last sync, hours
+    # into the day) and grows with the next one; Garmin re-scores a night hours after the
+    # first score; now and then the person edits their sleep window in the app.
+
+    def garmin_uploads(self, day: date) -> list[datetime]:
+        """When the watch synced on one local day: after waking, then every few hours."""
+        r = self.rng("uploads", day)
+        first = self.sleep_span(day)[1] + timedelta(minutes=r.randint(10, 50))
+        times = [first]
+        while True:
+            nxt = times[-1] + timedelta(minutes=r.randint(150, 330))
+            if nxt.astimezone(BERLIN).date() != day:
+                return times
+            times.append(nxt)
+
+    def garmin_synced(self, now: datetime) -> datetime | None:
+        """The watch's last upload at `now` (None before the first)."""
+        today = now.astimezone(BERLIN).date()
+        for day in (today, today - timedelta(days=1)):
+            done = [t for t in self.garmin_uploads(day) if t <= now]
+            if done:
+                return done[-1]
+        return None
 
     def garmin_hrv(self, lo: date, hi: date, now: datetime) -> dict[str, Any]:
         doc = _garmin_fixture("hrv-service_hrv_daily_2023-07-01_2023-07-20.json")
         template = doc["hrvSummaries"][0]
+        synced = self.garmin_synced(now)
         summaries = []
         for day in _days(lo, hi):
-            if now < self.sleep_span(day)[1]:
+            if synced is None or synced < self.sleep_span(day)[1]:
                 continue
             value = self.rng("hrv", day).randint(32, 70)
             summaries.append(
@@ -344,29 +381,58 @@ class World:
             )
         return {**doc, "hrvSummaries": summaries}
 
+    def garmin_night(self, day: date, at: datetime) -> tuple[datetime, datetime, int]:
+        """(start, end, version) of the night ending on `day` as Garmin holds it at `at`:
+        version 1 is re-scored (new stage totals) six hours after waking; a third of the
+        nights are edited (the person says they went to bed 25 minutes earlier) at noon."""
+        start, end = self.sleep_span(day)
+        r = self.rng("gnight", day)
+        if r.random() < 1 / 3 and at >= _local(day, 12):
+            start -= timedelta(minutes=25)
+        return start, end, int(at >= end + timedelta(hours=6))
+
     def garmin_summaries(self, lo: date, hi: date, now: datetime) -> dict[str, Any]:
         template = _garmin_fixture("usersummary-service_daily_2025-06-14.json")
+        synced = self.garmin_synced(now)
         days = []
         for day in _days(lo, hi):
             start = _local(day, 0)
-            if now < start:
+            if synced is None or synced < start:
                 continue
             end = _local(day + timedelta(days=1), 0)
+            upto = min(end, synced)  # a day not yet over ends at the last upload
             r = self.rng("summary", day)
-            elapsed = min(1.0, (now - start) / (end - start))
-            woke = now >= self.sleep_span(day)[1]
+            elapsed = (upto - start) / (end - start)
+            bed, woke, _ = self.garmin_night(day, synced)
+            awake = upto >= woke
             doc = {**template, "calendarDate": str(day)}
             doc.update(
                 wellnessStartTimeGmt=_garmin_stamp(start.astimezone(UTC)),
                 wellnessStartTimeLocal=_garmin_stamp(start),
-                wellnessEndTimeGmt=_garmin_stamp(end.astimezone(UTC)),
-                wellnessEndTimeLocal=_garmin_stamp(end),
+                wellnessEndTimeGmt=_garmin_stamp(upto.astimezone(UTC)),
+                wellnessEndTimeLocal=_garmin_stamp(upto),
                 totalSteps=int(r.randint(3000, 16000) * elapsed),
-                restingHeartRate=r.randint(47, 60) if woke else None,
-                averageStressLevel=r.randint(15, 50) if elapsed > 0.5 else -1,
-                bodyBatteryAtWakeTime=r.randint(40, 95) if woke else None,
-                bodyBatteryHighestValue=r.randint(60, 100) if woke else None,
-                bodyBatteryLowestValue=r.randint(5, 40) if elapsed == 1.0 else None,
+                restingHeartRate=r.randint(47, 60) if awake else None,
+                # The average so far moves as the day goes on.
+                averageStressLevel=int(r.randint(15, 40) + 10 * elapsed) if elapsed > 0.3 else -1,
+                bodyBatteryAtWakeTime=r.randint(40, 95) if awake else None,
+                bodyBatteryHighestValue=r.randint(60, 100) if awake else None,
+                bodyBatteryLowestValue=int(r.randint(5, 40) + 40 * (1 - elapsed))
+                if awake
+                else None,
+                bodyBatteryActivityEventList=(
+                    [
+                        {
+                            **template["bodyBatteryActivityEventList"][0],
+                            "eventStartTimeGmt": _garmin_stamp(bed.astimezone(UTC))[:-2],
+                            "timezoneOffset": _ms(bed.replace(tzinfo=UTC)) - _ms(bed),
+                            "durationInMilliseconds": _ms(woke) - _ms(bed),
+                            "eventUpdateTimeGmt": _garmin_stamp(upto.astimezone(UTC))[:-2],
+                        }
+                    ]
+                    if awake
+                    else []
+                ),
             )
             days.append(doc)
         return {"data": days}
@@ -374,24 +440,25 @@ class World:
     def garmin_sleep(self, day: date, now: datetime) -> dict[str, Any]:
         doc = _garmin_fixture("wellness-service_dailySleepData_2021-07-20.json")
         dto = doc["dailySleepDTO"]
-        start, end = self.sleep_span(day)
+        synced = self.garmin_synced(now)
+        start, end, version = self.garmin_night(day, synced or now)
         dto["calendarDate"] = str(day)
-        if now < end:
+        if synced is None or synced < end:
             for key in ("sleepStartTimestampGMT", "sleepEndTimestampGMT", "sleepScores"):
                 dto[key] = None
             return doc
-        shift = start.utcoffset() or timedelta(0)
         seconds = (end - start).total_seconds()
-        r = self.rng("gsleep", day)
+        r = self.rng("gsleep", day, version)
         dto.update(
             id=_ms(start),
             sleepStartTimestampGMT=_ms(start),
             sleepEndTimestampGMT=_ms(end),
-            sleepStartTimestampLocal=_ms(start + shift),
-            sleepEndTimestampLocal=_ms(end + shift),
+            # "Local" = wall clock as if it were UTC, each at its own instant's offset.
+            sleepStartTimestampLocal=_ms(start.replace(tzinfo=UTC)),
+            sleepEndTimestampLocal=_ms(end.astimezone(BERLIN).replace(tzinfo=UTC)),
             deepSleepSeconds=int(seconds * r.uniform(0.12, 0.22)),
-            lightSleepSeconds=int(seconds * 0.5),
-            remSleepSeconds=int(seconds * 0.2),
+            lightSleepSeconds=int(seconds * r.uniform(0.45, 0.55)),
+            remSleepSeconds=int(seconds * r.uniform(0.15, 0.22)),
             awakeSleepSeconds=int(seconds * 0.05),
             averageRespirationValue=round(r.uniform(13, 17), 1),
         )
@@ -409,9 +476,10 @@ class World:
             endTimestampLocal=_garmin_stamp(end),
         )
         r = self.rng("hr", day)
+        synced = self.garmin_synced(now)
         values = []
         t = start
-        while t < min(end, now):
+        while synced is not None and t < min(end, synced):
             values.append([_ms(t), r.randint(52, 110) if r.random() > 0.03 else None])
             t += timedelta(minutes=2)
         doc["heartRateValues"] = values
@@ -593,6 +661,9 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeAPIs
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: with Nagle's algorithm each answer on a
+    # kept-alive connection waits for the client's delayed ACK (40 ms).
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: callers read /_stats instead of a log line per request."""

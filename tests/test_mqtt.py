@@ -105,8 +105,10 @@ def test_discovery_follows_home_assistant_rules_and_states_match_the_store(demo,
         link.publish(timeout=10)
     finally:
         link.close(offline=False)
-    # 5 meters, recommendation, 3 belief axes, 1 enabled source, 3 buttons.
+    # 5 meters, recommendation, 3 belief axes, 1 enabled source, 3 buttons; the source's
+    # attributes are the last state published.
     watcher.wait_for(all_published(13))
+    watcher.wait_for(lambda latest: f"{BASE}/source_ics/attributes" in latest)
     configs = watcher.configs(PREFIX)
     assert len(configs) == 13
     problems = [p for topic, payload in configs.items() for p in ha_problems(topic, payload)]
@@ -170,7 +172,8 @@ def test_a_slot_without_meters_or_recommendation_reads_unknown_not_zero(demo, br
         link.publish(timeout=10)
     finally:
         link.close(offline=False)
-    watcher.wait_for(lambda latest: f"{BASE}/vitality/state" in latest)
+    # The belief states are published after the meters and the recommendation.
+    watcher.wait_for(lambda latest: f"{BASE}/belief_work/attributes" in latest)
     assert watcher.latest[f"{BASE}/vitality/state"] == "None"  # Home Assistant: unknown
     assert watcher.latest[f"{BASE}/recommendation/state"] == "None"
     assert watcher.latest[f"{BASE}/belief_work/state"] == "None"
@@ -240,8 +243,12 @@ def test_buttons_answer_the_current_recommendation_once(cycled, broker, watcher)
     finally:
         link.close()
     # A clean stop: entities unavailable, buttons not pressable.
-    watcher.wait_for(lambda latest: latest.get(f"{BASE}/availability") == "offline")
-    assert watcher.latest[f"{BASE}/answers/availability"] == "offline"
+    watcher.wait_for(
+        lambda latest: (
+            latest.get(f"{BASE}/availability") == "offline"
+            and latest.get(f"{BASE}/answers/availability") == "offline"
+        )
+    )
 
 
 def test_reschedule_proposes_the_next_window_like_the_page(demo, broker, watcher):
@@ -251,6 +258,8 @@ def test_reschedule_proposes_the_next_window_like_the_page(demo, broker, watcher
     link.start()
     try:
         watcher.wait_for(lambda latest: latest.get(f"{BASE}/answers/availability") == "online")
+        # Availability goes out first, the states right after it.
+        watcher.wait_for(lambda latest: f"{BASE}/recommendation/attributes" in latest)
         first = json.loads(watcher.latest[f"{BASE}/recommendation/attributes"])
         action = watcher.latest[f"{BASE}/recommendation/state"]
         assert "window" in first and "window_reason" in first
@@ -452,7 +461,7 @@ def test_tls_with_a_custom_ca_and_the_password_from_the_keyring(demo, tmp_path, 
         ):
             publish_once(wrong, store, timeout=10)
         plain = secure.model_copy(update={"mqtt": secure.mqtt.model_copy(update={"tls": False})})
-        with pytest.raises(MqttError):
+        with pytest.raises(MqttError, match=r"did not answer within 5 s; .*mqtt.tls"):
             publish_once(plain, store, timeout=5)  # plain MQTT to a TLS port: no answer
         missing = secure.model_copy(
             update={"mqtt": secure.mqtt.model_copy(update={"ca_file": str(tmp_path / "no.pem")})}
@@ -490,7 +499,7 @@ def test_the_cli_stores_the_password_and_run_once_publishes(
         f"mqtt: published 33 retained messages to mqtt://127.0.0.1:{broker.port}" in result.output
     )
     watcher.wait_for(all_published(13))
-    assert watcher.latest[f"{BASE}/source_ics/state"] == "OFF"
+    watcher.wait_for(lambda latest: latest.get(f"{BASE}/source_ics/state") == "OFF")
     broker.stop()
     result = cli.invoke(app, ["--config", str(cfg), "run", "--once"])
     # The cycle ran and was stored; the unreachable broker is one line and exit code 2.
@@ -513,7 +522,10 @@ def test_the_daemon_publishes_a_real_cycle_answers_and_goes_offline_on_stop(
     )
     with cli_process(cfg, "run") as proc:
         wait_until(
-            lambda: watcher.latest.get(f"{BASE}/recommendation/state") not in (None, "None"),
+            lambda: (
+                watcher.latest.get(f"{BASE}/recommendation/state") not in (None, "None")
+                and f"{BASE}/recommendation/attributes" in watcher.latest
+            ),
             proc,
             timeout=90,
         )

@@ -273,7 +273,7 @@ def test_overdue_load_and_a_real_due_date_replace_the_guessed_deadline():
     assert inputs["overdue_tasks"]["value"] == 1
     assert inputs["overdue_tasks"]["tasks"] == {"overdue": ["Taxes"]}
     runway = inputs["deadline_runway"]
-    assert runway["unit"] == "days to the next due task"
+    assert runway["unit"] == "days to the next deadline"
     assert runway["tasks"] == {"next_due": ["Slides"]}
     # Slides are due at the end of DAY + 3; the morning slot ends at noon of DAY.
     assert runway["value"] == pytest.approx(3.5, abs=0.01)
@@ -320,3 +320,73 @@ def test_sample_tasks_are_what_the_generator_writes():
     from bridge.sample_data.generate import tasks_ics
 
     assert (SAMPLE / "tasks.ics").read_bytes() == tasks_ics()
+
+
+# --- the classifier and the observation -------------------------------------------------
+
+
+def test_task_titles_are_labelled_and_due_tasks_join_the_observation(
+    store, settings, tmp_path, ctx
+):
+    from bridge.cycle.recommend import observation_for
+    from bridge.cycle.tasks import classify_tasks
+    from bridge.runner.prompt import build_prompt
+
+    path = tmp_path / "todo.ics"
+    path.write_bytes(
+        vcalendar(
+            "UID:gym\nSUMMARY:Gym\nDUE;TZID=Europe/Berlin:20261119T180000",
+            "UID:tax\nSUMMARY:File taxes\nDUE;VALUE=DATE:20261110",
+            "UID:done\nSUMMARY:Read chapter of Python book\nSTATUS:COMPLETED",
+        )
+    )
+    import_file(store, "ics", path, ctx)
+    assert classify_tasks(store, settings) == 3
+    assert classify_tasks(store, settings) == 0  # nothing changed: nothing relabelled
+    with store.session() as s:
+        actions = dict(s.execute(select(Task.uid, Task.action)).all())
+    assert actions["gym"] == "EXERCISE"
+    assert actions["tax"] == "ADMIN_WORK"
+    evening = SlotKey(date(2026, 11, 19), 2)  # 17:00-22:00 in Berlin
+    obs = observation_for(store, settings, evening, ctx.now)
+    assert obs["tasks_due"] == [
+        {"title": "Gym", "action": "EXERCISE", "due": "2026-11-19T17:00:00+00:00"}
+    ]
+    assert obs["tasks_overdue"] == 1
+    prompt = build_prompt(obs, [])
+    assert "tasks due in this slot: EXERCISE, 1 overdue" in prompt
+    assert "Gym" not in prompt and "taxes" not in prompt  # titles never leave the machine
+
+
+def test_without_tasks_the_observation_is_what_it_was(store, settings, ctx):
+    from bridge.cycle.recommend import observation_for
+
+    obs = observation_for(store, settings, SlotKey(date(2026, 11, 19), 2), ctx.now)
+    assert "tasks_due" not in obs and "tasks_overdue" not in obs
+
+
+def test_a_changed_task_recomputes_only_from_its_first_day_and_equals_a_full_run(
+    store, settings, ctx, tmp_path
+):
+    from bridge.cycle.meters import recompute_meters
+    from tests.test_meter_recompute import load_sample, snapshots
+
+    load_sample(store, ctx)
+    todo = tmp_path / "todo.ics"
+    old = "UID:old\nSUMMARY:Old chore\nCREATED:20261020T080000Z\nDUE;VALUE=DATE:20261021"
+    new = "UID:new\nSUMMARY:Slides\nCREATED:20261117T080000Z\nDUE;VALUE=DATE:20261119"
+    todo.write_bytes(vcalendar(old, new))
+    import_file(store, "ics", todo, ctx)
+    recompute_meters(store, settings, ctx.now)
+    before = snapshots(store)
+    # Slides ticked off: slots from its first day (the 17th) on may move, none before.
+    done = new + "\nSTATUS:COMPLETED\nCOMPLETED:20261119T070000Z"
+    todo.write_bytes(vcalendar(old, done))
+    import_file(store, "ics", todo, ctx)
+    computed = recompute_meters(store, settings, ctx.now)
+    incremental = snapshots(store)
+    assert 0 < computed < len(before)
+    changed = [k for k in incremental if incremental[k] != before.get(k)]
+    assert changed and min(changed)[0] >= date(2026, 11, 16)
+    recompute_meters(store, settings, ctx.now, full=True)
+    assert snapshots(store) == incremental

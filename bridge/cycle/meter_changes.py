@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import String, func, select, type_coerce
 
 from bridge.store import Store
-from bridge.store.models import CalendarEvent, Reading
+from bridge.store.models import CalendarEvent, Reading, Task, TaskChange
 from mappings.frames import USED_METRICS
 from mappings.slots import SlotKey
 
@@ -97,11 +97,15 @@ def carried_prints(
     if state is None or not state.older or state.older != older:
         return older, {}
     r_end, e_end = cut.date(), (cut - timedelta(days=1)).date()
-    return older, {
-        k: v
-        for k, v in state.days.items()
-        if date.fromisoformat(k[2:]) < (r_end if k.startswith("r:") else e_end)
-    }
+    return (
+        older,
+        {
+            k: v
+            for k, v in state.days.items()
+            if not k.startswith("t:")  # tasks are read afresh every time
+            and date.fromisoformat(k[2:]) < (r_end if k.startswith("r:") else e_end)
+        },
+    )
 
 
 def _day(value: Any) -> str:
@@ -163,7 +167,30 @@ def fingerprints(
         if deadline_pattern.search(title or ""):
             deadlines.setdefault(f"d:{_day(start)}", []).append(f"{start}{status}{updated}")
     out.update({key: "|".join(sorted(parts)) for key, parts in deadlines.items()})
+    out.update(task_fingerprints(store, lo))
     return out
+
+
+def task_fingerprints(store: Store, lo: datetime) -> dict[str, str]:
+    """ "t:" + the day a task first existed (its earliest change; `lo` for older ones): a
+    string that changes when any task of that day changes. A task moves every slot from
+    its first day on (its changes are replayed, its current due date is used), so that is
+    where recomputing starts. Nothing without a task source."""
+    t, h = Task.__table__, TaskChange.__table__  # type: ignore[attr-defined]
+    first = func.min(h.c.at_utc)
+    with store.session() as session:
+        rows = session.execute(
+            select(first, t.c.updated_at, t.c.content_hash)
+            .join(h, h.c.task_id == t.c.id)
+            .group_by(t.c.id, t.c.updated_at, t.c.content_hash)
+        ).all()
+    days: dict[str, list[str]] = {}
+    floor = lo + timedelta(days=1)  # inside the compared range, so a change is seen
+    for began, updated, digest in rows:
+        began = began if began.tzinfo else began.replace(tzinfo=UTC)
+        key = f"t:{_day(max(began, floor))}"
+        days.setdefault(key, []).append(f"{updated}{digest}")
+    return {key: "|".join(sorted(parts)) for key, parts in days.items()}
 
 
 def first_changed_day(old: dict[str, str], new: dict[str, str], since: date) -> date | None:

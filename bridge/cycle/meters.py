@@ -109,53 +109,6 @@ def _task_frame(store: Store, lo: datetime, hi: datetime) -> pd.DataFrame | None
     return pd.DataFrame(list(map(tuple, rows)), columns=TASK_COLUMNS)
 
 
-def _tasks_changed_from(store: Store, old_version: str) -> date | None:
-    """The earliest day that tasks changed since `old_version` (a `_tasks_version` string)
-    can move: a new history entry moves slots from the day before it happened on; a task
-    updated without one (a new title, label or due date) from the day before its first
-    entry; a due date (any the changed tasks had) the week before it, like a deadline.
-    None: nothing to go by (recompute everything)."""
-    stamp = old_version.split(":", 2)[2] if old_version.startswith("|tasks:") else ""
-    if not stamp:
-        return None
-    since = datetime.fromisoformat(stamp)  # the newest task update the last run saw
-    t, h = Task.__table__, TaskChange.__table__  # type: ignore[attr-defined]
-    new_rows = select(h.c.task_id).where(h.c.recorded_at > since)
-    with store.session() as session:
-        entry, entry_due = session.execute(
-            select(func.min(h.c.at_utc), func.min(h.c.due_utc)).where(h.c.recorded_at > since)
-        ).one()
-        quiet = session.execute(
-            select(func.min(h.c.at_utc))
-            .join(t, t.c.id == h.c.task_id)
-            .where(t.c.updated_at > since, t.c.id.not_in(new_rows))
-        ).scalar()
-        # Every due date a changed task ever had: the meters read its current one.
-        due_before = session.execute(
-            select(func.min(h.c.due_utc))
-            .join(t, t.c.id == h.c.task_id)
-            .where(t.c.updated_at > since)
-        ).scalar()
-        due_now = session.execute(
-            select(func.min(t.c.due_utc)).where(t.c.updated_at > since)
-        ).scalar()
-    marks = [v.date() - timedelta(days=1) for v in (entry, quiet) if v is not None]
-    marks += [
-        v.date() - timedelta(days=DEADLINE_DAYS) for v in (entry_due, due_before, due_now) if v
-    ]
-    return min(marks) if marks else None
-
-
-def _tasks_version(store: Store) -> str:
-    """Changes to tasks as part of the meters' config: any change recomputes the window
-    (tasks are few; per-day fingerprints are not worth it). Empty without a task source,
-    so nothing changes for people without one."""
-    t = Task.__table__  # type: ignore[attr-defined]
-    with store.session() as session:
-        n, last = session.execute(select(func.count(t.c.id), func.max(t.c.updated_at))).one()
-    return f"|tasks:{n}:{last.isoformat() if last else ''}" if n else ""
-
-
 def meter_weights(settings: Settings) -> Any:
     """The meter weights: the bundled file, or the person's own laid over it."""
     from mappings.meters import WeightsError, load_weights
@@ -257,6 +210,7 @@ def recompute_meters(
         fingerprints,
         first_changed_day,
         slots_to_recompute,
+        task_fingerprints,
     )
     from mappings.meters import compute_slots
 
@@ -277,8 +231,6 @@ def recompute_meters(
             freshness_config(settings),
         )
     )
-    base, tasks_version = config, _tasks_version(store)
-    config += tasks_version
     state = None if full else MeterState.load(store)
     pattern = weights.calendar_rules().deadline_pattern
     prints_hi = hi + timedelta(days=DEADLINE_DAYS)
@@ -293,18 +245,18 @@ def recompute_meters(
     older, carried = "", {}
     if since < cut - timedelta(days=2):
         older, carried = carried_prints(state, store, since, cut)
-    prints = (
-        {**carried, **fingerprints(store, cut, prints_hi, pattern)}
-        if carried
-        else fingerprints(store, since, prints_hi, pattern)
-    )
-    tasks_from: date | None = None
-    if state is not None and state.config != config and state.config.startswith(base):
-        # Only the tasks changed: recompute from the earliest day the changed ones reach.
-        tasks_from = _tasks_changed_from(store, state.config[len(base) :])
-        if tasks_from is None:
-            state = None
-    if state is None or (state.config != config and tasks_from is None):
+    if carried:
+        # Tasks are read whole either way, keyed from `since` (an old task's change moves
+        # every slot from its first day, however long ago).
+        fresh = fingerprints(store, cut, prints_hi, pattern)
+        prints = {
+            **carried,
+            **{k: v for k, v in fresh.items() if not k.startswith("t:")},
+            **task_fingerprints(store, since),
+        }
+    else:
+        prints = fingerprints(store, since, prints_hi, pattern)
+    if state is None or state.config != config:
         todo = window
     else:
         stored = _stored_slots(store, window)
@@ -312,8 +264,6 @@ def recompute_meters(
             current_slot(settings, datetime.fromisoformat(state.as_of)) if state.as_of else None
         )
         changed = first_changed_day(state.days, prints, since.date())
-        if tasks_from is not None:
-            changed = min(changed or tasks_from, tasks_from)
         todo = slots_to_recompute(window, stored, changed, last_current)
     # One contiguous run (every slot's delta needs the one before), starting one slot
     # early so the first has its delta too.

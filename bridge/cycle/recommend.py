@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from bridge.clock import target_slot
 from bridge.config import Settings
+from bridge.cycle.tasks import task_observation
 from bridge.errors import BridgeError, ConfigError
 from bridge.learning.history import interaction_history
 from bridge.store import Store, upsert
@@ -173,6 +174,7 @@ def observation_for(
     }
     for m in METERS:
         obs[m] = getattr(snap, m) if snap else None
+    obs.update(task_observation(store, lo, hi))  # only for people with a task source
     if plan is not None and plan.available:
         obs["free_minutes"] = round(longest_free_minutes(plan.free))
         obs["available_actions"] = list(plan.available)

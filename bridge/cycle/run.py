@@ -21,6 +21,7 @@ from bridge.config import Settings
 from bridge.cycle.classify import classify_events
 from bridge.cycle.meters import recompute_meters
 from bridge.cycle.recommend import recommend
+from bridge.cycle.tasks import classify_tasks
 from bridge.errors import BridgeError
 from bridge.intake.sources import SyncOutcome, enabled_sources, is_due, read_context, run_source
 from bridge.store import Store
@@ -105,6 +106,7 @@ def run_cycle(
             if force_sync or is_due(store, settings, source, now):
                 report.synced.append(run_source(store, settings, source, ctx))
         report.classified = classify_events(store, settings)
+        report.classified += classify_tasks(store, settings)
         report.slots = recompute_meters(store, settings, now, progress=progress)
         rec = recommend(store, settings, now)
         report.recommendation = {"id": rec.id, "action": rec.action, "rationale": rec.rationale}

@@ -9,6 +9,7 @@ them the same way.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -107,6 +108,10 @@ def authorize_google(
     except (ValueError, KeyError, OSError) as err:
         raise ConfigError(f"{path}: not an OAuth client secrets file: {err}") from None
     flow.client_config["token_uri"] = cfg.token_url
+    if tasks:
+        # Google's consent page lets the person untick Tasks; oauthlib would then refuse
+        # the whole answer ("scope has changed"). Calendar still works: accept it and say so.
+        os.environ.setdefault("OAUTHLIB_RELAX_TOKEN_SCOPE", "1")
     if loopback:
         prompt.say(f"Waiting for the browser on http://localhost:{port}/ ...")
         creds = flow.run_local_server(
@@ -135,8 +140,14 @@ def authorize_google(
         )
     save_credentials(secrets, creds)
     if tasks:
-        granted = set(creds.scopes or []) | set(getattr(creds, "granted_scopes", None) or [])
+        # What Google granted (the token answer's scope), not what was asked for.
+        answer = (flow.oauth2session.token or {}).get("scope") or []
+        granted = set(answer.split() if isinstance(answer, str) else answer)
         if granted and TASKS_SCOPE not in granted:
+            from connectors.google_calendar import TOKEN_SECRET
+
+            info = secrets.get_json(TOKEN_SECRET) or {}
+            secrets.set_json(TOKEN_SECRET, {**info, "scopes": sorted(granted)})
             return (
                 "Google Calendar connected (scope calendar.readonly, offline access), but the "
                 "Tasks permission was not ticked on Google's consent page; run "

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import and_, not_, select, tuple_, update
+from sqlalchemy import and_, delete, not_, select, tuple_, update
 from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
@@ -54,7 +54,7 @@ log = logging.getLogger("rhythm_bridge.ingest")
 
 BATCH = 5000
 READING_KEY = ("source", "metric", "origin", "start_utc", "end_utc", "label")
-READING_UPDATE = ("value", "unit", "device", "utc_offset_min")
+READING_UPDATE = ("value", "unit", "device", "utc_offset_min", "revision")
 READING_COLUMNS = (
     "source",
     "metric",
@@ -66,6 +66,7 @@ READING_COLUMNS = (
     "unit",
     "label",
     "device",
+    "revision",
     "imported_at",
 )
 EVENT_KEY = ("source", "calendar_id", "uid", "recurrence_id")
@@ -83,6 +84,7 @@ class ImportSummary:
     new: int = 0
     by_type: Counter[str] = field(default_factory=Counter)
     cancelled: int = 0
+    replaced: int = 0  # earlier versions of revised records, deleted
     skipped: Counter[str] = field(default_factory=Counter)
     skipped_same_file: bool = False
     not_modified: bool = False
@@ -99,6 +101,8 @@ class ImportSummary:
             return f"{self.path}: not modified since the last fetch, nothing to do"
         types = ", ".join(f"{k} {v}" for k, v in sorted(self.by_type.items()))
         extra = f", {self.cancelled} cancelled" if self.cancelled else ""
+        if self.replaced:
+            extra += f", {self.replaced} earlier versions replaced"
         if self.skipped:
             kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.skipped.items()))
             extra += (
@@ -161,6 +165,7 @@ class ReadingWriter:
         self.last: list[Any] = [None, None]  # the last end datetime and its stored form
         self.latest: datetime | None = None  # the wall clock the bounds below are for
         self.bounds_db: tuple[str, str] = ("", "")
+        self.revised = Revisions()
         conn: Connection = session.connection()
         self.conn = conn
         self.fast = conn.dialect.name == "sqlite"
@@ -185,6 +190,8 @@ class ReadingWriter:
             reason = check_reading(rec, wall_clock)
             if reason is None:
                 self.rows.append(rec.row(self.source, self.now))
+                if rec.revision:
+                    self.revised.add(rec)
             return reason
         # The cheap half of check_reading, on values this path computes anyway (it runs
         # per record of multi-GB exports); anything suspicious gets the exact check.
@@ -248,9 +255,12 @@ class ReadingWriter:
                 rec.unit,
                 rec.label,
                 rec.device,
+                rec.revision,
                 self.stamp,
             )
         )
+        if rec.revision:
+            self.revised.add(rec)
         return None
 
     def flush(self) -> int:
@@ -270,6 +280,97 @@ class ReadingWriter:
                 cursor.close()
         finally:
             self.rows.clear()
+
+
+class Revisions:
+    """The current version of every revised fact in one write, to replace earlier ones.
+
+    A source names a fact it may revise (`ReadingRecord.revision`, connectors/base.py);
+    what this write holds of a fact is all of it. After the new rows are upserted, the
+    stored rows of the same source and revision key that this version does not have are
+    earlier versions and are deleted, in the same transaction: a day that grew, a night
+    re-scored or moved keeps exactly its latest rows.
+
+    Rows stored before revision keys existed have none ("" in the column). Those matching
+    a new row exactly get the key with the upsert; the others of the same metric and
+    origin within the fact's time span are earlier versions of it and go too.
+    """
+
+    def __init__(self) -> None:
+        # revision -> natural keys (metric, origin, label, start, end) of this version
+        self.keys: dict[str, set[tuple[str, str, str, datetime, datetime]]] = {}
+        # revision -> (metric, origin) pairs and the span [lo, hi] they cover
+        self.spans: dict[str, tuple[set[tuple[str, str]], datetime, datetime]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
+
+    def add(self, rec: ReadingRecord) -> None:
+        start, end = rec.start.astimezone(UTC), rec.end.astimezone(UTC)
+        self.keys.setdefault(rec.revision, set()).add(
+            (rec.metric, rec.origin, rec.label, start, end)
+        )
+        pairs, lo, hi = self.spans.get(rec.revision, (set(), start, end))
+        pairs.add((rec.metric, rec.origin))
+        self.spans[rec.revision] = (pairs, min(lo, start), max(hi, end))
+
+    def replace(self, session: Session, source: str) -> int:
+        """Delete the earlier versions of this write's facts; how many rows went."""
+        if not self.keys:
+            return 0
+        table = Reading.__table__  # type: ignore[attr-defined]
+        conn = session.connection()
+        cols = (table.c.id, table.c.metric, table.c.origin, table.c.label)
+        instants = (table.c.start_utc, table.c.end_utc)
+        doomed: list[int] = []
+        names = sorted(self.keys)
+        for i in range(0, len(names), 500):
+            chunk = names[i : i + 500]
+            rows = conn.execute(
+                select(*cols, *instants, table.c.revision).where(
+                    table.c.source == source, table.c.revision.in_(chunk)
+                )
+            )
+            for rid, metric, origin, label, start, end, revision in rows:
+                if (metric, origin, label, _utc(start), _utc(end)) not in self.keys[revision]:
+                    doomed.append(rid)
+        # Rows from before revision keys: earlier versions if inside a fact's span.
+        metrics = sorted({m for pairs, _, _ in self.spans.values() for m, _ in pairs})
+        lo = min(span[1] for span in self.spans.values())
+        hi = max(span[2] for span in self.spans.values())
+        legacy = conn.execute(
+            select(table.c.id, table.c.metric, table.c.origin, *instants).where(
+                table.c.source == source,
+                table.c.revision == "",
+                table.c.metric.in_(metrics),
+                # No reading is longer than MAX_READING_SPAN: a bounded range on the index.
+                table.c.start_utc >= lo - MAX_READING_SPAN,
+                table.c.start_utc <= hi,
+                table.c.end_utc >= lo,
+            )
+        ).all()
+        if legacy:
+            for rid, metric, origin, start, end in legacy:
+                start, end = _utc(start), _utc(end)
+                for pairs, a, b in self.spans.values():
+                    if (metric, origin) in pairs and _within(start, end, a, b):
+                        doomed.append(rid)
+                        break
+        for i in range(0, len(doomed), 500):
+            conn.execute(delete(table).where(table.c.id.in_(doomed[i : i + 500])))
+        return len(doomed)
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _within(start: datetime, end: datetime, lo: datetime, hi: datetime) -> bool:
+    """Whether a stored row lies in a fact's span (an interval overlapping it, not only
+    touching it: yesterday's total ends where today's begins)."""
+    if start == end:
+        return lo <= start <= hi
+    return start < hi and end > lo if lo < hi else start <= lo <= end
 
 
 def write_records(
@@ -376,6 +477,7 @@ def write_records(
     summary.records = sum(by_type.values())
     summary.by_type.update(by_type)
     flush()
+    summary.replaced += readings.revised.replace(session, source)
     for scope in scopes:
         summary.cancelled += cancel_missing(
             session, source, scope, seen_events.get(scope.calendar_id, set()), now

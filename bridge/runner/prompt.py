@@ -58,6 +58,11 @@ def build_prompt(observation: dict[str, Any], history: list[dict[str, Any]]) -> 
             f"; longest free window {observation.get('free_minutes', 0):.0f} min, "
             f"room only for: {', '.join(observation['available_actions'])}"
         )
+    if observation.get("tasks_due") or observation.get("tasks_overdue"):
+        # Actions only: task titles are private and stay on the machine.
+        due = [str(t.get("action") or "UNCLASSIFIED") for t in observation.get("tasks_due", [])]
+        state += f"; tasks due in this slot: {', '.join(due) or 'none'}"
+        state += f", {int(observation.get('tasks_overdue', 0))} overdue"
     lines += ["", state, "Recommend an action:"]
     return "\n".join(lines)
 

@@ -27,6 +27,7 @@ class Reading(SQLModel, table=True):
             name="uq_readings_natural",
         ),
         Index("ix_readings_metric_start", "metric", "start_utc"),
+        Index("ix_readings_revision", "source", "revision"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -40,6 +41,9 @@ class Reading(SQLModel, table=True):
     unit: str = Field(default="", max_length=32)
     label: str = Field(default="", max_length=64)  # category, e.g. sleep stage "deep"
     device: str = Field(default="", max_length=300)
+    # The fact this row is a version of, when its source revises it ("" = final);
+    # connectors/base.py lists the keys. Rows of one (source, revision) are replaced as one.
+    revision: str = Field(default="", max_length=96)
     imported_at: datetime
 
 

@@ -351,3 +351,88 @@ def test_auth_google_loopback_listener(config: Path, monkeypatch: pytest.MonkeyP
     thread.join(timeout=10)
     assert "Google Calendar connected" in message
     assert (_secrets(config).get_json(GOOGLE_TOKEN) or {})["refresh_token"] == "1//loopback-refresh"
+
+
+def test_auth_google_tasks_asks_for_both_scopes_and_status_shows_tasks(
+    config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks_scope = "https://www.googleapis.com/auth/tasks.readonly"
+    calendar_scope = "https://www.googleapis.com/auth/calendar.readonly"
+    granted = [calendar_scope]
+    fake_requests_token_endpoint(
+        monkeypatch,
+        lambda form: {
+            "access_token": "ya29.google-access-token-value",
+            "refresh_token": "1//google-refresh-token-value",
+            "expires_in": 3599,
+            "scope": " ".join(granted),
+            "token_type": "Bearer",
+        },
+    )
+    # Without --tasks (and Tasks not enabled): Calendar only, and how to add Tasks.
+    browser = FakeBrowser("4/0google-auth-code-value")
+    plain = _run(
+        config, "auth", "google", "--mode", "paste", browser=browser, monkeypatch=monkeypatch
+    )
+    assert plain.exit_code == 0, plain.output
+    assert browser.opened["scope"] == [calendar_scope]
+    assert "rhythm-bridge auth google --tasks" in plain.output
+    status = _run(config, "auth", "status", "--json")
+    rows = {r["source"]: r for r in json.loads(status.output)["sources"]}
+    assert rows["google_calendar"]["credentials_stored"]
+    assert not rows["google_tasks"]["credentials_stored"]
+    assert "run `rhythm-bridge auth google --tasks`" in _run(config, "auth", "status").output
+    _state.clear()
+    granted.append(tasks_scope)
+    browser = FakeBrowser("4/0google-auth-code-value")
+    both = _run(
+        config,
+        "auth",
+        "google",
+        "--mode",
+        "paste",
+        "--tasks",
+        browser=browser,
+        monkeypatch=monkeypatch,
+    )
+    assert both.exit_code == 0, both.output
+    assert browser.opened["scope"] == [f"{calendar_scope} {tasks_scope}"]
+    assert "Google Calendar and Google Tasks connected" in both.output
+    assert "[sources.google_tasks] enabled = true" in both.output
+    _state.clear()
+    status = _run(config, "auth", "status", "--json")
+    rows = {r["source"]: r for r in json.loads(status.output)["sources"]}
+    assert rows["google_tasks"]["credentials_stored"]
+
+
+def test_auth_google_tasks_unticked_on_the_consent_page_keeps_calendar(
+    config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OAUTHLIB_RELAX_TOKEN_SCOPE", raising=False)
+    fake_requests_token_endpoint(
+        monkeypatch,
+        lambda form: {
+            "access_token": "ya29.google-access-token-value",
+            "refresh_token": "1//google-refresh-token-value",
+            "expires_in": 3599,
+            "scope": "https://www.googleapis.com/auth/calendar.readonly",
+            "token_type": "Bearer",
+        },
+    )
+    browser = FakeBrowser("4/0google-auth-code-value")
+    result = _run(
+        config,
+        "auth",
+        "google",
+        "--mode",
+        "paste",
+        "--tasks",
+        browser=browser,
+        monkeypatch=monkeypatch,
+    )
+    assert result.exit_code == 0, result.output
+    assert "Tasks permission was not ticked" in result.output
+    stored = _secrets(config).get_json(GOOGLE_TOKEN) or {}
+    assert stored["refresh_token"] and stored["scopes"] == [
+        "https://www.googleapis.com/auth/calendar.readonly"
+    ]  # so Tasks says "run auth google --tasks" instead of failing with 403

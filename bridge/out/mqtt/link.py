@@ -183,14 +183,18 @@ class MqttLink:
         self._answered.wait(timeout)
         if not self.connected.is_set():
             self.close(offline=False)
-            why = self.refused or f"no answer within {timeout:.0f} s"
+            if self.refused is None:
+                raise MqttError(
+                    f"mqtt: {self.broker} did not answer within {timeout:.0f} s; check that "
+                    "it speaks MQTT on that port (and mqtt.tls: TLS brokers usually use 8883)"
+                )
             hint = (
                 "; check mqtt.username and `rhythm-bridge mqtt-password`"
-                if self.refused and "authori" in self.refused.lower()
+                if "authori" in self.refused.lower()
                 else ""
             )
             raise MqttError(
-                f"mqtt: the broker at {self.broker} refused the connection: {why}{hint}"
+                f"mqtt: the broker at {self.broker} refused the connection: {self.refused}{hint}"
             )
         return self
 
@@ -330,9 +334,15 @@ class MqttLink:
         log.log(level, "mqtt: cannot reach %s; retrying with backoff", self.broker)
 
     def _on_disconnect(self, _client: Any, _userdata: Any, _flags: Any, reason: Any, _p: Any):
+        was_connected = self.connected.is_set()
         self.connected.clear()
-        if self.listen and not self._stopping:
+        if not self.listen or self._stopping:
+            return
+        if was_connected:
+            self._failures = 0
             log.warning("mqtt: lost %s (%s); reconnecting with backoff", self.broker, reason)
+        else:  # an attempt that failed half-way (a timeout): as quiet as one that failed early
+            self._on_connect_fail(_client, _userdata)
 
     def _on_message(self, _client: Any, _userdata: Any, msg: Any) -> None:
         try:
