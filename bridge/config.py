@@ -90,6 +90,8 @@ class IcsSettings(SourceSettings):
     interval_minutes: int = Field(30, ge=1, le=10080)
     paths: list[str] = []
     urls: list[str] = []
+    max_instances_per_event: int = Field(10_000, ge=1)
+    max_instances_per_file: int = Field(20_000, ge=1)
 
 
 class GoogleCalendarSettings(SourceSettings):

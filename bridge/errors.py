@@ -107,5 +107,12 @@ class CursorInvalid(SourceError):
     """The stored cursor is no longer accepted; a full resync is needed."""
 
 
+class Cancelled(BridgeError):
+    """The daemon is stopping: the step in progress rolled back, the next cycle redoes it."""
+
+    def __init__(self, message: str = "stopped at a step boundary; nothing partial stored"):
+        super().__init__(message)
+
+
 class StoreError(BridgeError):
     """The database cannot be used as it is."""

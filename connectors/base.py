@@ -43,6 +43,7 @@ deletes what the key's new version no longer has).
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import Any
@@ -56,6 +57,12 @@ class ReadContext:
     now: datetime
     past_days: int = 35
     future_days: int = 14
+    # Recurrence caps of calendar files and feeds (sources.ics in the config).
+    max_instances_per_event: int = 10_000
+    max_instances_per_file: int = 20_000
+    # Set when the daemon is stopping: writers roll their transaction back at the next
+    # batch (bridge.errors.Cancelled), so a stop is bounded and leaves nothing partial.
+    stop: threading.Event | None = None
 
 
 @dataclass(slots=True)

@@ -82,7 +82,7 @@ def _json_member(
             try:
                 # A list of one entry's records, so a bad entry yields nothing half-read.
                 records = list(entry_reader(entry, ctx))
-            except (TypeError, ValueError, KeyError, AttributeError) as err:
+            except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as err:
                 day = str(entry.get("calendarDate", "")) if isinstance(entry, dict) else ""
                 yield Skipped("garmin day", f"{info.filename}: unreadable entry {day!r}: {err}")
                 continue

@@ -2,7 +2,9 @@
 
 Training uses scikit-learn; the result is exported as one compressed NPZ of plain arrays
 (vocabularies, idf weights, coefficients, labels) loaded with `allow_pickle=False`, and
-scored here with numpy/scipy alone, so loading is fast and loading a file cannot run code.
+scored here with numpy alone, so loading is fast and loading a file cannot run code. SciPy
+(about 25 MB resident) and scikit-learn (about 115 MB) are imported only to train, or
+for `features()`, the sparse matrix a test compares with scikit-learn's.
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from functools import lru_cache
 from importlib.resources import files
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import sparse
 
 from mappings.actions import UNCLASSIFIED
 from mappings.classifier import LABELS, normalize
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 FORMAT = "rhythm-bridge/classifier-model@1"
 BUNDLED = "classifier_model.npz"
@@ -56,6 +60,8 @@ def _char_grams(word: str) -> list[str]:
 
 def _tfidf_block(indptr: list[int], cols: list[int], n: int, idf: np.ndarray) -> sparse.csr_matrix:
     """Rows of n-gram columns -> sublinear tf times idf, l2-normalized per row."""
+    from scipy import sparse
+
     ones = np.ones(len(cols), dtype=np.float64)
     block = sparse.csr_matrix((ones, cols, indptr), shape=(len(indptr) - 1, n))
     block.sum_duplicates()
@@ -79,8 +85,8 @@ class LearnedModel:
     def version(self) -> str:
         return str(self.meta.get("digest", ""))
 
-    def features(self, texts: Sequence[str]) -> sparse.csr_matrix:
-        """TF-IDF rows (sublinear tf, l2 per block) for already-normalized texts."""
+    def _columns(self, texts: Sequence[str]) -> tuple[list[int], list[int], list[int], list[int]]:
+        """Per text, the char and word n-gram columns it hits (CSR pointers and columns)."""
         char_vocab, word_vocab = self.vocab
         cache = self._char_cache
         if len(cache) > 200_000:  # a long-running daemon sees an open-ended set of words
@@ -100,6 +106,14 @@ class LearnedModel:
                 i for a, b in pairwise(toks) if (i := word_vocab.get(f"{a} {b}")) is not None
             )
             word_ptr.append(len(word_cols))
+        return char_ptr, char_cols, word_ptr, word_cols
+
+    def features(self, texts: Sequence[str]) -> sparse.csr_matrix:
+        """TF-IDF rows (sublinear tf, l2 per block) for already-normalized texts."""
+        from scipy import sparse
+
+        char_vocab, word_vocab = self.vocab
+        char_ptr, char_cols, word_ptr, word_cols = self._columns(texts)
         return sparse.hstack(
             [
                 _tfidf_block(char_ptr, char_cols, len(char_vocab), self.idf[0]),
@@ -109,10 +123,31 @@ class LearnedModel:
         )
 
     def predict_proba(self, titles: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Class probabilities (rows in `labels` order), and which rows had any known n-gram."""
-        matrix = self.features([normalize(t) for t in titles])
-        scores = np.asarray(matrix @ self.coef.T + self.intercept)
-        return softmax(scores, float(self.meta.get("temperature", 1.0))), matrix.getnnz(axis=1) > 0
+        """Class probabilities (rows in `labels` order), and which rows had any known n-gram.
+
+        The same TF-IDF rows as `features()`, scored row by row with numpy: a title hits a
+        few dozen columns, so the coefficient columns it needs are gathered directly.
+        """
+        char_ptr, char_cols, word_ptr, word_cols = self._columns([normalize(t) for t in titles])
+        offset = len(self.vocab[0])
+        scores = np.tile(self.intercept, (len(titles), 1)).astype(np.float64)
+        known = np.zeros(len(titles), dtype=bool)
+        for row in range(len(titles)):
+            for cols, ptr, idf, shift in (
+                (char_cols, char_ptr, self.idf[0], 0),
+                (word_cols, word_ptr, self.idf[1], offset),
+            ):
+                hits = cols[ptr[row] : ptr[row + 1]]
+                if not hits:
+                    continue
+                known[row] = True
+                unique, counts = np.unique(np.asarray(hits), return_counts=True)
+                weights = (1.0 + np.log(counts)) * idf[unique]
+                norm = np.sqrt(weights @ weights)
+                if norm:
+                    weights /= norm
+                scores[row] += self.coef[:, unique + shift] @ weights
+        return softmax(scores, float(self.meta.get("temperature", 1.0))), known
 
     def predict(self, titles: Sequence[str]) -> list[tuple[str, float]]:
         """Best label and its probability per title; UNCLASSIFIED, 0 when nothing is known."""
@@ -191,6 +226,7 @@ def train(
     pairs: Iterable[tuple[str, str]], *, extra_weight: Iterable[tuple[str, str]] = ()
 ) -> LearnedModel:
     """Fit the model on labelled titles; `extra_weight` pairs (corrections) count thrice."""
+    from scipy import sparse
     from sklearn.svm import LinearSVC
 
     base = list(pairs)

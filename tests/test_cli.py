@@ -155,6 +155,10 @@ def test_recommend_feedback_and_meters(cli, cfg):
     rec = json.loads(invoke(cli, "--config", cfg, "recommend", "--json").output)
     first = invoke(cli, "--config", cfg, "feedback", rec["id"], "accept")
     assert first.exit_code == 0 and "accepted" in first.output
+    assert rec["response"] is None
+    # The same slot's recommendation now shows the answer, as the page and snapshot do.
+    again = json.loads(invoke(cli, "--config", cfg, "recommend", "--json").output)
+    assert again["id"] == rec["id"] and again["response"] == "accepted"
     second = invoke(cli, "--config", cfg, "feedback", rec["id"], "ignore")
     assert "already answered" in second.output
     missing = invoke(cli, "--config", cfg, "feedback", 999, "accept")

@@ -1,10 +1,16 @@
 import json
 import signal
 import socket
+from datetime import UTC, datetime, timedelta
 
-from bridge.daemon.scheduler import build_scheduler
+import pytest
+from sqlmodel import select
+
+from bridge.daemon.scheduler import STOP_SECONDS, build_scheduler
+from bridge.store import Store
+from bridge.store.models import CalendarEvent, SyncState
 from tests.conftest import SAMPLE
-from tests.helpers import cli_process, validate_snapshot, wait_until, write_config
+from tests.helpers import cli_process, validate_snapshot, wait_until, wal_bigger_than, write_config
 
 
 def test_the_cycle_job_coalesces_and_never_overlaps(settings, store):
@@ -79,3 +85,49 @@ def test_the_heap_settings_find_glibc_and_are_a_no_op_elsewhere():
     bridge.daemon.scheduler.tune_heap()
     bridge.daemon.scheduler.trim_heap()  # the second lookup reuses the first
     assert (bridge.daemon.scheduler._glibc() is not None) == (platform.libc_ver()[0] == "glibc")
+
+
+def _busy_calendar(path, events: int) -> None:
+    """`events` single events spread over the import window around now."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    with path.open("w", newline="") as fh:
+        fh.write("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//t//EN\r\n")
+        for i in range(events):
+            start = now - timedelta(days=30) + timedelta(minutes=i)
+            stamp = start.strftime("%Y%m%dT%H%M%SZ")
+            end = (start + timedelta(minutes=30)).strftime("%Y%m%dT%H%M%SZ")
+            fh.write(
+                f"BEGIN:VEVENT\r\nUID:e{i}\r\nDTSTART:{stamp}\r\nDTEND:{end}\r\n"
+                f"SUMMARY:Meeting {i}\r\nEND:VEVENT\r\n"
+            )
+        fh.write("END:VCALENDAR\r\n")
+
+
+@pytest.mark.sqlite_only  # the daemon keeps its store in its data dir
+def test_a_stop_mid_import_ends_at_the_next_batch_and_stores_nothing_partial(tmp_path):
+    cal = tmp_path / "busy.ics"
+    _busy_calendar(cal, 40_000)
+    data = tmp_path / "data"
+    cfg = write_config(
+        tmp_path / "c.toml", data, ics=f'[sources.ics]\nenabled = true\npaths = ["{cal}"]'
+    )
+    with cli_process(cfg, "run") as proc:
+        # A WAL past 2 MB: the import's transaction holds a batch or more, uncommitted.
+        wait_until(wal_bigger_than(data), proc, timeout=300)
+        proc.send_signal(signal.SIGTERM)
+        # A hang guard, not a timing assertion: the daemon's own bound is STOP_SECONDS.
+        output, _ = proc.communicate(timeout=STOP_SECONDS + 60)
+    assert proc.returncode == 0, output
+    # At the next batch; on a very busy machine perhaps only at the daemon's own bound.
+    assert (
+        "cycle stopped at a step boundary" in output and "daemon stopped" in output
+    ) or "reached no step boundary" in output, output
+    store = Store(f"sqlite:///{data / 'rhythm-bridge.db'}")
+    try:
+        assert store.count(CalendarEvent) == 0  # the half-written import rolled back
+        assert store.get_meta("last_cycle_at") is None
+        with store.session() as s:
+            assert s.exec(select(SyncState).where(SyncState.source == "ics")).all() == []
+    finally:
+        store.dispose()
+    assert not (data / "latest.json").exists()

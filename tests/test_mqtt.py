@@ -132,6 +132,8 @@ def test_discovery_follows_home_assistant_rules_and_states_match_the_store(demo,
         assert float(latest[config["state_topic"]]) == pytest.approx(current[m] * 100, abs=0.05)
         attrs = json.loads(latest[config["json_attributes_topic"]])
         assert attrs["confidence"] == current["confidence"][m]
+        assert attrs["staleness"] == current["freshness"][m]
+        assert attrs["stale"] is current["freshness"][m]["stale"]
         assert attrs["value"] == current[m]
         inputs = current["provenance"][m]["inputs"]
         biggest = max(inputs, key=lambda i: abs(i["effect"]))["name"]
@@ -143,6 +145,8 @@ def test_discovery_follows_home_assistant_rules_and_states_match_the_store(demo,
     attrs = json.loads(latest[config["json_attributes_topic"]])
     assert attrs["id"] == rec["id"] and attrs["rationale"] == rec["rationale"]
     assert attrs["slot_name"] == rec["slot_name"] and attrs["response"] is None
+    assert attrs["window"] == rec["window"] and attrs["window"]["start"]  # a free window
+    assert attrs["window_reason"] == rec["window_reason"]
     for axis, value in zip(("social", "morning", "work"), rec["belief"], strict=True):
         _, config = by_id[f"rhythm-bridge_belief_{axis}"]
         assert float(latest[config["state_topic"]]) == pytest.approx(value)

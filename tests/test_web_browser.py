@@ -55,6 +55,8 @@ def test_load_the_page_accept_and_find_it_in_the_database(demo, memory_keyring, 
         with store.session() as sess:
             rationale = sess.execute(select(Recommendation.rationale)).scalar_one()
         assert page.locator(".rationale").inner_text() == rationale
+        # The free window of the demo calendar: from now to the stand-up.
+        assert page.get_by_test_id("rec-window").inner_text() == "free 08:40–09:30"
         page.screenshot(path=str(ARTIFACTS / "page.png"), full_page=True)
         if os.environ.get("UPDATE_SCREENSHOT"):
             (ROOT / "docs").mkdir(exist_ok=True)

@@ -269,3 +269,44 @@ def test_across_the_spring_dst_change(store, settings):
     assert not overlaps(w, (at(2027, 3, 28, 7, 0), at(2027, 3, 28, 8, 0)))
     assert w[0].utcoffset() == timedelta(hours=2)
     assert slot_of_instant(w[0], BERLIN).slot == rec.slot
+
+
+# ---- the window wherever the recommendation is shown ----------------------------------
+
+
+def test_the_window_is_in_the_cli_the_page_and_the_api(demo, tmp_path, monkeypatch):
+    import re
+
+    from starlette.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from bridge.cli.main import app
+    from bridge.web.app import create_app
+    from tests.conftest import DEMO_NOW
+    from tests.helpers import write_config
+
+    settings, store = demo
+    web = create_app(settings, store, host="127.0.0.1", clock=lambda: DEMO_NOW)
+    with TestClient(web, base_url="http://127.0.0.1:8765") as c:
+        rec = c.get("/api/recommendation").json()["recommendation"]
+        page = c.get("/").text
+    assert rec["window"] == {
+        "start": "2026-11-19T08:40:00+01:00",
+        "end": "2026-11-19T09:30:00+01:00",
+    }
+    assert rec["window_reason"] is None
+    assert re.search(
+        r'data-testid="rec-window">free <time datetime="2026-11-19T08:40:00\+01:00">08:40</time>',
+        page,
+    )
+
+    cfg = write_config(tmp_path / "config.toml", tmp_path / "cli-data")
+    monkeypatch.setenv("RHYTHM_BRIDGE_CONFIG", str(cfg))
+    out = CliRunner().invoke(app, ["recommend", "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    start, end = (datetime.fromisoformat(doc["window"][k]) for k in ("start", "end"))
+    assert start.utcoffset() is not None and start < end  # an empty calendar: all free
+    assert doc["window_reason"] is None
+    plain = CliRunner().invoke(app, ["recommend"])
+    assert f" {start:%H:%M}-{end:%H:%M}: {doc['action']}" in plain.stdout

@@ -53,10 +53,19 @@ def eval_(
             "--adapter", help="Also run bundled with a Phase 3 adapter fitted on a prior month."
         ),
     ] = False,
+    calendars: Annotated[
+        bool,
+        typer.Option(
+            "--calendars",
+            help="Give every person a simulated calendar; report recommendations over busy "
+            "time, bundled's acceptance with vs without calendars, and bundled-blind "
+            "(the same model not reading how booked a slot is).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run random, heuristic, bundled, no-prior and oracle over the same simulated people."""
-    from bridge.sim.evaluate import ADAPTED, RUNNERS, evaluate, format_table
+    from bridge.sim.evaluate import ADAPTED, BLIND, RUNNERS, evaluate, format_table
 
     if split not in ("in", "ood"):
         raise InputError(f"--split {split!r}: use 'in' or 'ood'")
@@ -64,8 +73,9 @@ def eval_(
         split,
         people,
         seed,
-        runners=(*RUNNERS, ADAPTED) if adapter else RUNNERS,
+        runners=(*RUNNERS, *((ADAPTED,) if adapter else ()), *((BLIND,) if calendars else ())),
         progress=None if as_json else lambda n: typer.echo(f"running {n}…", err=True),
+        calendars=calendars,
     )
     if plot is not None:
         from bridge.sim.plot import write_plot

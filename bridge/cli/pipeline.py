@@ -152,10 +152,10 @@ def import_(
     """Import Apple Health export.zip/.xml, a Garmin export ZIP, a FIT file, or .ics (file/URL)."""
     from bridge.cli.progress import records_progress
     from bridge.intake.ingest import import_feed, import_file
-    from connectors.base import ReadContext
+    from bridge.intake.sources import read_context
 
     # Not bridge.cycle: it pulls in pandas, which would double the import's memory.
-    ctx = ReadContext(tz=current_settings().tz, now=datetime.now(UTC))
+    ctx = read_context(current_settings(), datetime.now(UTC))
     if kind == "ics" and path.lower().startswith(("http://", "https://", "webcal://")):
         summary = import_feed(current_store(), path, ctx, force=force)
     else:
@@ -429,11 +429,13 @@ def recommend(
             typer.echo(f"{rec['action']} — {rec['rationale']} [{rec['runner']}]")
         return
     from bridge.cycle.recommend import recommend as make
-    from bridge.out.snapshot import recommendation_document
+    from bridge.out.snapshot import answer_of, recommendation_document
 
     settings = current_settings()
-    rec = make(current_store(), settings, datetime.now(UTC))
-    doc = recommendation_document(rec, None, settings.tz)
+    store = current_store()
+    rec = make(store, settings, datetime.now(UTC))
+    # The slot's recommendation may already be answered: show the answer, as the page does.
+    doc = recommendation_document(rec, answer_of(store, rec.id), settings.tz)
     if as_json:
         print_json(doc)
     else:

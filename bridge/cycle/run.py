@@ -9,10 +9,11 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from bridge.cycle.classify import classify_events
 from bridge.cycle.meters import recompute_meters
 from bridge.cycle.recommend import recommend
 from bridge.cycle.tasks import classify_tasks
-from bridge.errors import BridgeError
+from bridge.errors import BridgeError, Cancelled
 from bridge.intake.sources import SyncOutcome, enabled_sources, is_due, read_context, run_source
 from bridge.store import Store
 from bridge.store.models import Recommendation
@@ -93,25 +94,43 @@ def run_cycle(
     only: list[str] | None = None,
     force_sync: bool = False,
     progress: Any = None,
+    stop: threading.Event | None = None,
 ) -> CycleReport:
-    """Run one full cycle; sources that fail are recorded and the rest carry on."""
+    """Run one full cycle; sources that fail are recorded and the rest carry on.
+
+    With `stop` set (the daemon is stopping) the cycle ends at the next step boundary, or
+    at the next batch of an import, with Cancelled: every step is its own transaction,
+    so what was done is whole and what was not is redone by the next cycle.
+    """
     from bridge.out.snapshot import build_snapshot, write_snapshot
 
     started = time.perf_counter()
     now = (now or datetime.now(UTC)).astimezone(UTC)
     report = CycleReport(now=now)
+
+    def boundary() -> None:
+        if stop is not None and stop.is_set():
+            raise Cancelled()
+
     with data_lock(settings.data_path):
-        ctx = read_context(settings, now)
+        ctx = replace(read_context(settings, now), stop=stop)
         for source in only if only is not None else enabled_sources(settings):
+            boundary()
             if force_sync or is_due(store, settings, source, now):
                 report.synced.append(run_source(store, settings, source, ctx))
+        boundary()
         report.classified = classify_events(store, settings)
         report.classified += classify_tasks(store, settings)
+        boundary()
         report.slots = recompute_meters(store, settings, now, progress=progress)
+        boundary()
         rec = recommend(store, settings, now)
         report.recommendation = {"id": rec.id, "action": rec.action, "rationale": rec.rationale}
+        boundary()
         report.implicit = answer_implicitly(store, settings, now)
+        boundary()
         report.notified = announce(store, settings, rec, now)
+        boundary()
         doc = build_snapshot(store, settings, now)
         report.snapshot = str(write_snapshot(doc, settings.export_path))
         with store.transaction() as session:

@@ -9,6 +9,7 @@ transaction rolls back and nothing partial is committed.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -19,13 +20,19 @@ from typing import Any
 from bridge.config import Settings
 from bridge.cycle.run import run_cycle
 from bridge.daemon.systemd import sd_notify, watchdog_interval
-from bridge.errors import BridgeError
+from bridge.errors import BridgeError, Cancelled
 from bridge.store import Store
 
 log = logging.getLogger("rhythm_bridge.daemon")
 
 # A cycle running longer than this is taken to be hung: the watchdog stops pinging.
 MAX_CYCLE_SECONDS = 30 * 60
+# After a stop signal the running cycle has this long to reach a step boundary (an import
+# checks at every batch of 5,000 records) before the process exits anyway, its open
+# transaction rolled back by the database; well inside systemd's TimeoutStopSec (120 s
+# in our unit). A step can outlast it on a loaded board: importing pandas, one meter
+# recompute.
+STOP_SECONDS = 20
 
 
 class CycleTracker:
@@ -38,6 +45,13 @@ class CycleTracker:
         self._lock = threading.Lock()
         self.started: float | None = None
         self.after = after
+        self.stop = threading.Event()  # set on SIGTERM: the running cycle ends at a boundary
+        self._idle = threading.Event()
+        self._idle.set()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait for the running cycle (if any) to end; False if it is still running."""
+        return self._idle.wait(timeout)
 
     def healthy(self, now: float | None = None) -> bool:
         with self._lock:
@@ -47,12 +61,17 @@ class CycleTracker:
 
     def run(self, settings: Settings, store: Store) -> None:
         with self._lock:
+            if self.stop.is_set():
+                return
             self.started = time.monotonic()
+            self._idle.clear()
         try:
             # A failing cycle is logged and the next one runs on schedule: the daemon stays up.
-            run_cycle(settings, store)
+            run_cycle(settings, store, stop=self.stop)
             if self.after is not None:
                 self.after()
+        except Cancelled:
+            log.info("cycle stopped at a step boundary; nothing partial was stored")
         except BridgeError as err:
             log.error("cycle failed: %s", err)
         except Exception:
@@ -61,6 +80,7 @@ class CycleTracker:
             with self._lock:
                 self.started = None
             trim_heap()
+            self._idle.set()
 
 
 # glibc's M_MMAP_THRESHOLD: blocks from this size up get their own mapping, given back
@@ -188,7 +208,8 @@ def run_daemon(settings: Settings, store: Store) -> None:
 def _run_daemon(settings: Settings, store: Store) -> None:
     tune_heap()
     mqtt = _mqtt_link(settings, store)
-    scheduler = build_scheduler(settings, store, CycleTracker(mqtt.publish if mqtt else None))
+    tracker = CycleTracker(mqtt.publish if mqtt else None)
+    scheduler = build_scheduler(settings, store, tracker)
     web = None
     if settings.web.enabled or settings.push.enabled:
         from bridge.web.server import BackgroundServer
@@ -197,8 +218,12 @@ def _run_daemon(settings: Settings, store: Store) -> None:
         web = BackgroundServer(settings, store, page=settings.web.enabled).start()
 
     def stop(signum: int, _frame: Any) -> None:
-        log.info("received %s, stopping after the current cycle", signal.Signals(signum).name)
+        log.info(
+            "received %s, stopping after the current cycle (at its next step boundary)",
+            signal.Signals(signum).name,
+        )
         sd_notify("STOPPING=1")
+        tracker.stop.set()
         scheduler.shutdown(wait=False)
 
     signal.signal(signal.SIGTERM, stop)
@@ -207,6 +232,19 @@ def _run_daemon(settings: Settings, store: Store) -> None:
     sd_notify("READY=1\nSTATUS=scheduling cycles")
     try:
         scheduler.start()
+        if not tracker.wait_idle(STOP_SECONDS):
+            # A stop that was asked for, with nothing partial committed: a clean exit.
+            log.warning(
+                "the cycle reached no step boundary within %d s; exiting now, its open "
+                "transaction is rolled back",
+                STOP_SECONDS,
+            )
+            if web is not None:
+                web.stop()
+            if mqtt is not None:
+                mqtt.close()
+            logging.shutdown()
+            os._exit(0)
     finally:
         if web is not None:
             web.stop()

@@ -9,8 +9,10 @@ them the same way.
 
 from __future__ import annotations
 
+import ipaddress
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,6 +71,70 @@ def _is_loopback(redirect: str) -> bool:
     return parts.scheme == "http" and parts.hostname in ("localhost", "127.0.0.1")
 
 
+def _google_consent(
+    flow: Any, prompt: Prompter, loopback: bool, open_browser: bool, port: int
+) -> Any:
+    """The person's consent, by the loopback listener or by pasting the redirect."""
+    if loopback:
+        prompt.say(f"Waiting for the browser on http://localhost:{port}/ ...")
+        return flow.run_local_server(
+            host="localhost",
+            port=port,
+            open_browser=open_browser,
+            authorization_prompt_message="Open this address in a browser: {url}",
+            timeout_seconds=300,
+            access_type="offline",
+            prompt="consent",
+        )
+    url, state = flow.authorization_url(access_type="offline", prompt="consent")
+    code = _paste(prompt, url, state, f"http://localhost:{port}/")
+    try:
+        flow.fetch_token(code=code)
+    except Exception as err:  # oauthlib raises many types; none may carry the code out
+        raise BridgeError(
+            f"Google refused the code ({type(err).__name__}); run the command again"
+        ) from None
+    return flow.credentials
+
+
+def _is_loopback_host(host: str | None) -> bool:
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@contextmanager
+def _token_transport(token_url: str) -> Iterator[None]:
+    """Plain http to a token endpoint on this machine (a test server, a local proxy) is
+    allowed; anywhere else it is refused here, by name, before the person consents,
+    instead of by oauthlib afterwards as "Google refused the code (InsecureTransportError)".
+    """
+    parts = urlsplit(token_url)
+    if parts.scheme == "https":
+        yield
+        return
+    if parts.scheme != "http" or not _is_loopback_host(parts.hostname):
+        raise ConfigError(
+            f"[sources.google_calendar] token_url {token_url!r}: use https:// (plain http is "
+            "allowed only to this machine: localhost, 127.0.0.1 or ::1), or the code and "
+            "tokens would cross the network unencrypted"
+        )
+    old = os.environ.get("OAUTHLIB_INSECURE_TRANSPORT")
+    os.environ["OAUTHLIB_INSECURE_TRANSPORT"] = "1"  # oauthlib's own switch, this call only
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("OAUTHLIB_INSECURE_TRANSPORT", None)
+        else:
+            os.environ["OAUTHLIB_INSECURE_TRANSPORT"] = old
+
+
 # --- Google -----------------------------------------------------------------------------
 
 
@@ -112,27 +178,8 @@ def authorize_google(
         # Google's consent page lets the person untick Tasks; oauthlib would then refuse
         # the whole answer ("scope has changed"). Calendar still works: accept it and say so.
         os.environ.setdefault("OAUTHLIB_RELAX_TOKEN_SCOPE", "1")
-    if loopback:
-        prompt.say(f"Waiting for the browser on http://localhost:{port}/ ...")
-        creds = flow.run_local_server(
-            host="localhost",
-            port=port,
-            open_browser=open_browser,
-            authorization_prompt_message="Open this address in a browser: {url}",
-            timeout_seconds=300,
-            access_type="offline",
-            prompt="consent",
-        )
-    else:
-        url, state = flow.authorization_url(access_type="offline", prompt="consent")
-        code = _paste(prompt, url, state, f"http://localhost:{port}/")
-        try:
-            flow.fetch_token(code=code)
-        except Exception as err:  # oauthlib raises many types; none may carry the code out
-            raise BridgeError(
-                f"Google refused the code ({type(err).__name__}); run the command again"
-            ) from None
-        creds = flow.credentials
+    with _token_transport(cfg.token_url):
+        creds = _google_consent(flow, prompt, loopback, open_browser, port)
     if not creds.refresh_token:
         raise BridgeError(
             "Google returned no refresh token; remove rhythm-bridge's access at "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -21,7 +22,7 @@ from sqlalchemy import and_, delete, not_, select, tuple_, update
 from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
-from bridge.errors import InputError
+from bridge.errors import Cancelled, InputError
 from bridge.intake.tasks import delete_missing, write_tasks
 from bridge.store import Store, upsert
 from bridge.store.db import utcnow
@@ -381,8 +382,13 @@ def write_records(
     *,
     now: datetime,
     progress: Callable[[int], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> None:
-    """Upsert a stream of records in batches inside the caller's transaction."""
+    """Upsert a stream of records in batches inside the caller's transaction.
+
+    With `stop` set (the daemon is stopping), the next batch raises Cancelled instead of
+    writing: the caller's transaction rolls back and the stop waits for one batch at most.
+    """
     readings = ReadingWriter(session, source, now)
     events: list[dict[str, Any]] = []
     tasks: list[dict[str, Any]] = []
@@ -408,6 +414,8 @@ def write_records(
             events.clear()
         if progress:
             progress(summary.records)
+        if stop is not None and stop.is_set():
+            raise Cancelled()
 
     by_type: dict[str, int] = {}
     pending = readings.rows
@@ -567,7 +575,13 @@ def import_file(
             summary.skipped_same_file = True
             return summary
         write_records(
-            session, module.SOURCE, module.read(path, ctx), summary, now=now, progress=progress
+            session,
+            module.SOURCE,
+            module.read(path, ctx),
+            summary,
+            now=now,
+            progress=progress,
+            stop=ctx.stop,
         )
         upsert(
             session,
@@ -633,7 +647,7 @@ def import_feed(
     now = utcnow()
     records = ics.records_from_bytes(feed.body, calendar_id, ctx, summary.path)
     with store.transaction() as session:
-        write_records(session, ics.SOURCE, records, summary, now=now)
+        write_records(session, ics.SOURCE, records, summary, now=now, stop=ctx.stop)
         state = {
             "cursor": json.dumps(
                 {"etag": feed.etag, "last_modified": feed.last_modified, "expanded_on": today}

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import select
 
 from bridge.config import Settings
-from bridge.errors import BridgeError, RateLimited, SourceError
+from bridge.errors import BridgeError, Cancelled, RateLimited, SourceError
 from bridge.intake.ingest import ImportSummary, import_changed_file, import_feed, import_file
 from bridge.store import Store, upsert
 from bridge.store.models import SyncState
@@ -64,6 +64,8 @@ def _each(items: list[Any], run: Callable[[Any], ImportSummary]) -> tuple[int, i
     for item in items:
         try:
             summary = run(item)
+        except Cancelled:
+            raise
         except BridgeError as err:
             log.warning("sync item failed: %s", err)
             first_error = first_error or err
@@ -219,11 +221,21 @@ def run_source(
 ) -> SyncOutcome:
     """Pull one source now; any failure is recorded, logged, and returned, never raised."""
     started = time.perf_counter()
+    stop = ctx.stop
+
+    def checked(stage: str, count: int) -> None:
+        # Live pulls report each page: a stop request ends the pull there, uncommitted.
+        if stop is not None and stop.is_set():
+            raise Cancelled()
+        progress(stage, count)
+
     try:
         records, new, *skipped = SCHEDULED[source](
-            settings, store, ctx, since=since, progress=progress
+            settings, store, ctx, since=since, progress=checked
         )
         outcome = SyncOutcome(source, "ok", records, new, skipped=sum(skipped))
+    except Cancelled:
+        raise  # not the source's failure: nothing is recorded, the next cycle pulls again
     except RateLimited as err:
         outcome = SyncOutcome(source, err.status, error=str(err), retry_after=err.retry_after)
     except SourceError as err:
@@ -269,4 +281,10 @@ def mark_revoked(store: Store, source: str, now: datetime) -> None:
 
 
 def read_context(settings: Settings, now: datetime) -> ReadContext:
-    return ReadContext(tz=settings.tz, now=now)
+    ics = settings.sources.ics
+    return ReadContext(
+        tz=settings.tz,
+        now=now,
+        max_instances_per_event=ics.max_instances_per_event,
+        max_instances_per_file=ics.max_instances_per_file,
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date, timedelta
 from typing import Any
 
@@ -67,6 +68,12 @@ def interaction_history(
             "response": fb.response,
             "meter_deltas": deltas,
         }
+        # What the calendar looked like when it was recommended: an Ignore in a booked slot
+        # says less about the person than one in a free evening.
+        seen = json.loads(rec.observation or "{}")
+        for field in ("free_minutes", "active_event"):
+            if seen.get(field) is not None:
+                item[field] = seen[field]
         if with_dates:
             item["local_date"] = key.local_date.isoformat()
         history.append(item)

@@ -92,6 +92,16 @@ def recommendation_document(
     }
 
 
+def answer_of(store: Store, recommendation_id: int | None) -> Feedback | None:
+    """The answer given to a recommendation, if any (there is at most one)."""
+    if recommendation_id is None:
+        return None
+    with store.session() as session:
+        return session.execute(
+            select(Feedback).where(Feedback.recommendation_id == recommendation_id)
+        ).scalar_one_or_none()
+
+
 def upcoming_recommendation(
     session: Any, key: SlotKey
 ) -> tuple[Recommendation, Feedback | None] | None:

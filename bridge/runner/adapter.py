@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from bridge.errors import InputError
-from bridge.runner.features import RESPONSE_VALUE, context, meters_of
+from bridge.runner.features import RESPONSE_VALUE, item_context
 from mappings.actions import ACTIONS
 
 ADAPTER_VERSION = 1
@@ -55,7 +55,7 @@ def fit_adapter(history: list[dict[str, Any]], model: Any) -> dict[str, Any]:
     if items:
         acts = np.array([ACTIONS.index(h["action"]) for h in items])
         y = np.array([RESPONSE_VALUE[h["response"]] for h in items])
-        ctx = np.array([context(int(h["slot"]), meters_of(h.get("meters") or {})) for h in items])
+        ctx = np.array([item_context(h) for h in items])
         z = model.accept_logits(acts, ctx).astype(np.float64)  # (n, K)
         for _ in range(8):  # Newton on the offsets, profile marginalised by the posterior
             p = (1.0 / (1.0 + np.exp(-(z + bias[acts][:, None])))) @ post

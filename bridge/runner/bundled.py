@@ -22,9 +22,12 @@ import numpy as np
 
 from bridge.runner.base import Recommendation, available_actions
 from bridge.runner.features import (
+    N_CTX,
     RESPONSE_VALUE,
+    booked,
     context,
     delta_context,
+    item_context,
     meters_of,
     profile_features,
 )
@@ -55,6 +58,9 @@ class BundledModel:
             self.accept_w = data["accept_w"].astype(np.float64)  # (A, ctx, prof)
             self.delta_w = data["delta_w"].astype(np.float64)  # (A, dctx, prof, meters)
             self.delta_sd = data["delta_sd"].astype(np.float64)  # (A, meters)
+        if self.accept_w.shape[1] < N_CTX:  # a model from before the calendar features
+            pad = N_CTX - self.accept_w.shape[1]
+            self.accept_w = np.pad(self.accept_w, ((0, 0), (0, pad), (0, 0)))
         axis = np.linspace(0.0, 1.0, GRID_POINTS)
         self.grid = np.stack(np.meshgrid(axis, axis, axis, indexing="ij"), -1).reshape(-1, 3)
         self.g = profile_features(self.grid)  # (K, prof)
@@ -82,7 +88,7 @@ class BundledModel:
             return logp - logp.max()
         acts = np.array([ACTIONS.index(h["action"]) for h in items])
         y = np.array([RESPONSE_VALUE[h["response"]] for h in items])
-        ctx = np.array([context(int(h["slot"]), meters_of(h.get("meters") or {})) for h in items])
+        ctx = np.array([item_context(h) for h in items])
         z = self.accept_logits(acts, ctx)
         if bias is not None:
             z = z + bias[acts][:, None].astype(np.float32)
@@ -111,6 +117,10 @@ class BundledModel:
             ll = self.g @ lin - 0.5 * np.einsum("kp,pq,kq->k", self.g, quad, self.g)
             logp += DELTA_WEIGHT * ll
         return logp - logp.max()
+
+
+def _without_calendar(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k not in ("free_minutes", "active_event")}
 
 
 @lru_cache(maxsize=1)
@@ -142,8 +152,10 @@ class BundledRunner:
         probe: float = PROBE,
         probe_horizon: int = PROBE_HORIZON,
         guard: float = GUARD,
+        calendar: bool = True,
     ) -> None:
         self.model = load_model(model)
+        self.calendar = calendar  # False: ignore how booked a slot is (for comparison)
         self.version = self.model.version
         self.probe, self.probe_horizon, self.guard = probe, probe_horizon, guard
         self.log_prior: np.ndarray | None = None
@@ -157,6 +169,8 @@ class BundledRunner:
             self.history_since = fitted.through
 
     def posterior(self, history: list[dict[str, Any]]) -> np.ndarray:
+        if not self.calendar:
+            history = [_without_calendar(h) for h in history]
         w = np.exp(self.model.log_posterior(history, self.log_prior, self.bias).astype(np.float64))
         return w / w.sum()
 
@@ -168,7 +182,11 @@ class BundledRunner:
         belief = post @ m.grid
         slot, meters = int(observation.get("slot", 0)) % 4, meters_of(observation)
         every = np.arange(len(ACTIONS))
-        z = m.accept_logits(every, np.tile(context(slot, meters), (10, 1)))
+        busy = booked(observation.get("free_minutes")) if self.calendar else 0.0
+        scheduled = observation.get("active_event") if self.calendar else None
+        z = m.accept_logits(
+            every, np.array([context(slot, meters, busy, a == scheduled) for a in ACTIONS])
+        )
         if self.bias is not None:
             z = z + self.bias[:, None]
         p = 1.0 / (1.0 + np.exp(-z))

@@ -6,8 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from bridge.runner.base import Recommendation
+from bridge.runner.base import Recommendation, available_actions
 from bridge.runner.bundled import GUARD, SAFE
+from bridge.runner.features import booked
 from bridge.sim.world import N_ACTIONS, Person, accept_probability, expected_delta
 from mappings.actions import ACTIONS, METERS
 
@@ -29,10 +30,18 @@ class OracleRunner:
         self, observation: dict[str, Any], history: list[dict[str, Any]]
     ) -> Recommendation:
         slot, meters = int(observation["slot"]), _meters(observation)
-        p = accept_probability(self.person, slot, meters)
+        fits = np.array([a in available_actions(observation) for a in ACTIONS])
+        scheduled = observation.get("active_event")
+        p = accept_probability(
+            self.person,
+            slot,
+            meters,
+            booked(observation.get("free_minutes")),
+            ACTIONS.index(scheduled) if scheduled in ACTIONS else None,
+        )
         after = meters + np.array([expected_delta(self.person, a, slot) for a in range(N_ACTIONS)])
         shortfall = np.maximum(0.0, SAFE - after).sum(1)  # the bundled runner's health rule
-        a = int(np.argmax(p - GUARD * shortfall))
+        a = int(np.argmax(np.where(fits, p - GUARD * shortfall, -np.inf)))
         return Recommendation(
             ACTIONS[a], self.person.belief.tolist(), "knows the profile", self.name, self.version
         )
@@ -63,5 +72,6 @@ class BanditRunner:
                 wins[a] += 1
             else:
                 losses[a] += 1
-        a = int(np.argmax(self._rng.beta(wins, losses)))
+        fits = np.array([a in available_actions(observation) for a in ACTIONS])
+        a = int(np.argmax(np.where(fits, self._rng.beta(wins, losses), -1.0)))
         return Recommendation(ACTIONS[a], None, "Thompson sample", self.name, self.version)

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from bridge.runner.features import booked
+from bridge.sim.calendar import SlotCalendar, month
 from bridge.sim.world import CRASH, Person, accept_probability, initial_meters, step
 from mappings.actions import ACTIONS, METERS
 
@@ -26,17 +28,28 @@ class Episode:
     errors: int = 0
     final_belief: list[float] | None = None
     start: list[float] = field(default_factory=list)
+    calendar: list[SlotCalendar] | None = None
+    overlaps: list[bool] = field(default_factory=list)  # recommended with no window for it
+    skipped: int = 0  # slots with no window for any action: no recommendation made
+    items: list[dict[str, Any]] = field(default_factory=list)
 
     def history(self) -> list[dict[str, Any]]:
         """The episode as the runner-shaped interaction history it produced."""
-        meters = [np.array(self.start), *map(np.array, self.meters)]
-        return [
-            history_item(t, meters[t], a, ok, meters[t + 1])
-            for t, (a, ok) in enumerate(zip(self.actions, self.accepted, strict=True))
-        ]
+        return list(self.items)
 
 
-def observation(t: int, meters: np.ndarray) -> dict[str, Any]:
+def calendar_fields(cal: SlotCalendar | None) -> dict[str, Any]:
+    """What the pipeline puts in an observation from the calendar (nothing without one)."""
+    if cal is None:
+        return {}
+    return {
+        "free_minutes": cal.free_minutes,
+        "available_actions": cal.available(),
+        "active_event": cal.active_event,
+    }
+
+
+def observation(t: int, meters: np.ndarray, cal: SlotCalendar | None = None) -> dict[str, Any]:
     """The runner's observation at slot t, in the shape the pipeline builds."""
     obs: dict[str, Any] = {
         "timestep": t % 28,
@@ -45,13 +58,19 @@ def observation(t: int, meters: np.ndarray) -> dict[str, Any]:
         "remaining_steps": 27 - t % 28,
     }
     obs.update({m: round(float(x), 4) for m, x in zip(METERS, meters, strict=True)})
+    obs.update(calendar_fields(cal))
     return obs
 
 
 def history_item(
-    t: int, meters: np.ndarray, action: str, accepted: bool, after: np.ndarray
+    t: int,
+    meters: np.ndarray,
+    action: str,
+    accepted: bool,
+    after: np.ndarray,
+    cal: SlotCalendar | None = None,
 ) -> dict[str, Any]:
-    return {
+    item = {
         "day": (t // 4) % 7,
         "slot": t % 4,
         "meters": {m: round(float(x), 4) for m, x in zip(METERS, meters, strict=True)},
@@ -61,12 +80,24 @@ def history_item(
             m: round(float(b - a), 4) for m, a, b in zip(METERS, meters, after, strict=True)
         },
     }
+    if cal is not None:
+        item["free_minutes"] = cal.free_minutes
+        item["active_event"] = cal.active_event
+    return item
 
 
 def run_episode(
-    runner: Any, person: Person, slots: int = SLOTS_PER_EPISODE, *, fallback: str = "ME_TIME"
+    runner: Any,
+    person: Person,
+    slots: int = SLOTS_PER_EPISODE,
+    *,
+    fallback: str = "ME_TIME",
+    calendar: bool = False,
 ) -> Episode:
     """Let `runner` recommend every slot; the person answers and the meters move.
+
+    With `calendar`, the person has a simulated calendar (bridge.sim.calendar): the runner
+    sees it as the pipeline shows a real one, and the person cannot do what does not fit.
 
     The person's random draws depend only on the person, so every runner meets the same
     luck (common random numbers). A runner that raises counts as an error and the slot
@@ -75,10 +106,20 @@ def run_episode(
     answers = np.random.default_rng([person.seed, 1])
     noise = np.random.default_rng([person.seed, 2])
     meters = initial_meters(np.random.default_rng([person.seed, 0]))
-    history: list[dict[str, Any]] = []
-    ep = Episode(person, start=meters.tolist())
-    for t in range(slots):
-        obs = observation(t, meters)
+    # A slot with no room for any action gets no recommendation (the pipeline moves on to
+    # the next slot with a window), so a month of calendar covers `slots` interactions.
+    cals = month(person.seed, 3 * slots + 10) if calendar else None
+    ep = Episode(person, start=meters.tolist(), calendar=cals)
+    history = ep.items
+    t = -1
+    while len(ep.actions) < slots:
+        t += 1
+        cal = cals[t] if cals else None
+        if cal is not None and not cal.available():
+            meters = step(person, meters, t % 4, 0, False, noise)  # the habit fills it
+            ep.skipped += 1
+            continue
+        obs = observation(t, meters, cal)
         started = time.perf_counter()
         try:
             rec = runner.recommend(obs, history)
@@ -88,9 +129,21 @@ def run_episode(
             action, belief = fallback, None
         ep.latencies.append(time.perf_counter() - started)
         a = ACTIONS.index(action)
-        accepted = bool(answers.random() < accept_probability(person, t % 4, meters)[a])
+        if cal is None:
+            p = accept_probability(person, t % 4, meters)
+        else:
+            p = accept_probability(
+                person,
+                t % 4,
+                meters,
+                booked(cal.free_minutes),
+                ACTIONS.index(cal.active_event) if cal.active_event else None,
+                np.array([cal.fits(x) for x in ACTIONS]),
+            )
+            ep.overlaps.append(not cal.fits(action))
+        accepted = bool(answers.random() < p[a])
         after = step(person, meters, t % 4, a, accepted, noise)
-        history.append(history_item(t, meters, action, accepted, after))
+        history.append(history_item(t, meters, action, accepted, after, cal))
         ep.actions.append(action)
         ep.accepted.append(accepted)
         ep.beliefs.append(list(belief) if belief is not None else None)
@@ -98,7 +151,8 @@ def run_episode(
         ep.meters.append(after.tolist())
         meters = after
     try:  # the belief after the last answer, for "MAE after 112 interactions"
-        last = runner.recommend(observation(slots, meters), history).belief
+        t = next(i for i in range(t + 1, t + 9) if cals is None or cals[i].available())
+        last = runner.recommend(observation(t, meters, cals[t] if cals else None), history).belief
         ep.final_belief = list(last) if last is not None else None
     except Exception:
         ep.errors += 1

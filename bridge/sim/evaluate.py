@@ -15,6 +15,7 @@ from bridge.sim.world import Person
 
 RUNNERS = ("random", "heuristic", "bundled", "no-prior", "oracle")
 ADAPTED = "bundled+adapter"
+BLIND = "bundled-blind"  # with calendars: never over busy time, but not reading how booked
 PREVIOUS_MONTH = 10_000_000  # seed offset of the simulated month the adapter is fitted on
 WINDOWS = ((1, 8), (9, 28), (29, 112))
 MAE_AFTER = (8, 28, 112)
@@ -22,22 +23,26 @@ ROLLING = 4  # trailing window of "rolling acceptance": one day of slots (evens 
 SPLIT_NAMES = {"in": "in", "ood": "ood"}
 
 
-def _with_adapter(person: Person) -> Any:
+def _with_adapter(person: Person, calendar: bool = False) -> Any:
     """Phase 3 in simulation: a month of answers with `bundled`, then a refitted adapter."""
     from bridge.runner.adapter import fit_adapter
     from bridge.runner.bundled import BundledRunner, load_model
 
     # The same person in an earlier month: same profile, different luck.
     before = replace(person, seed=person.seed + PREVIOUS_MONTH)
-    history = run_episode(BundledRunner(), before).history()
+    history = run_episode(BundledRunner(), before, calendar=calendar).history()
     return BundledRunner(adapter=fit_adapter(history, load_model()))
 
 
-def _make(name: str, person: Person, index: int) -> Any:
+def _make(name: str, person: Person, index: int, calendar: bool = False) -> Any:
     from bridge.runner import load_runner
 
     if name == ADAPTED:
-        return _with_adapter(person)
+        return _with_adapter(person, calendar)
+    if name == BLIND:
+        from bridge.runner.bundled import BundledRunner
+
+        return BundledRunner(calendar=False)
     if name == "oracle":
         return OracleRunner(person)
     if name == "no-prior":
@@ -85,6 +90,13 @@ def summarize(episodes: list[Episode], oracle_roll: np.ndarray | None) -> dict[s
     lat = np.concatenate([e.latencies for e in episodes]) * 1000.0
     out["latency_ms"] = {"p50": float(np.percentile(lat, 50)), "p99": float(np.percentile(lat, 99))}
     out["runner_errors"] = int(sum(e.errors for e in episodes))
+    if episodes and episodes[0].calendar is not None:
+        # A recommendation of an action no free stretch of its slot is long enough for
+        # could only be done over busy time.
+        overlaps = [o for e in episodes for o in e.overlaps]
+        out["busy_overlap_share"] = float(np.mean(overlaps)) if overlaps else 0.0
+        slots_seen = sum(len(e.actions) + e.skipped for e in episodes)
+        out["booked_slots_skipped"] = sum(e.skipped for e in episodes) / max(1, slots_seen)
     return out
 
 
@@ -95,8 +107,14 @@ def evaluate(
     runners: tuple[str, ...] = RUNNERS,
     slots: int = SLOTS_PER_EPISODE,
     progress: Callable[[str], None] | None = None,
+    calendars: bool = False,
 ) -> dict[str, Any]:
-    """Run each runner over the same people; the report `rhythm-bridge eval` prints."""
+    """Run each runner over the same people; the report `rhythm-bridge eval` prints.
+
+    With `calendars`, every person lives with a simulated calendar; the report adds each
+    runner's share of recommendations over busy time, and the bundled runner's acceptance
+    for the same people without calendars, for comparison.
+    """
     if split not in SPLIT_NAMES:
         raise ValueError(f"unknown split {split!r}; use 'in' or 'ood'")
     population = people(split, n_people, seed)
@@ -106,13 +124,23 @@ def evaluate(
     for name in order:
         if progress:
             progress(name)
-        eps = [run_episode(_make(name, p, i), p, slots) for i, p in enumerate(population)]
+        eps = [
+            run_episode(_make(name, p, i, calendars), p, slots, calendar=calendars)
+            for i, p in enumerate(population)
+        ]
         results[name] = summarize(eps, oracle_roll)
         if name == "oracle":
             oracle_roll = rolling(np.array(results[name]["acceptance_curve"]))
             results[name]["interactions_to_90pct_oracle"] = 1
     truth = np.array([p.belief for p in population])
+    without = None
+    if calendars and "bundled" in runners:
+        if progress:
+            progress("bundled without calendars")
+        eps = [run_episode(_make("bundled", p, i), p, slots) for i, p in enumerate(population)]
+        without = summarize(eps, None)
     report = {
+        "calendars": calendars,
         "split": split,
         "people": n_people,
         "slots": slots,
@@ -124,6 +152,11 @@ def evaluate(
         "constant_belief_mae": float(np.abs(truth - 0.5).mean()),
         "runners": {name: results[name] for name in runners if name in results},
     }
+    if without is not None:
+        report["bundled_without_calendars"] = {
+            "acceptance": without["acceptance"],
+            "belief_mae": without["belief_mae"],
+        }
     report["targets"] = targets(report)
     return report
 
@@ -143,6 +176,10 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
 
     def add(name: str, value: Any, ok: bool) -> None:
         rows.append({"target": name, "value": value, "met": bool(ok)})
+
+    if report.get("calendars"):
+        share = b["busy_overlap_share"]
+        add("bundled recommendations over busy time = 0", share, share == 0.0)
 
     if report["split"] == "in":
         mae = b["belief_mae"]["28"]
@@ -180,11 +217,24 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
 def format_table(report: dict[str, Any]) -> str:
     """The report as a plain-text table (the README shows the same in Markdown)."""
     lines = [
-        f"split={report['split']} people={report['people']} slots={report['slots']} "
+        f"split={report['split']} calendars={'yes' if report.get('calendars') else 'no'} "
+        f"people={report['people']} slots={report['slots']} "
         f"seed={report['seed']} (constant [0.5,0.5,0.5] belief MAE: "
         f"{report['constant_belief_mae']:.3f})",
         markdown_table(report),
     ]
+    if report.get("calendars"):
+        shares = ", ".join(
+            f"{name} {r['busy_overlap_share']:.3f}" for name, r in report["runners"].items()
+        )
+        lines.append(f"share of recommendations over busy time: {shares}")
+        w = report.get("bundled_without_calendars")
+        if w and "bundled" in report["runners"]:
+            a, b = report["runners"]["bundled"]["acceptance"], w["acceptance"]
+            lines.append(
+                "bundled acceptance with vs without calendars: "
+                + ", ".join(f"{k} {a[k]:.3f} vs {b[k]:.3f}" for k in a)
+            )
     for t in report["targets"]:
         lines.append(f"  [{'met' if t['met'] else 'MISSED'}] {t['target']}: {t['value']}")
     return "\n".join(lines)

@@ -22,10 +22,12 @@ from bridge.runner.features import (
     N_DCTX,
     N_PROF,
     bilinear,
+    booked,
     context,
     delta_context,
     profile_features,
 )
+from bridge.sim.calendar import month
 from bridge.sim.population import SPLIT_SEEDS, people
 from bridge.sim.world import (
     HABIT,
@@ -34,10 +36,12 @@ from bridge.sim.world import (
     accept_probability,
     expected_delta,
 )
+from mappings.actions import ACTIONS
 
-MODEL_VERSION = "1"
+MODEL_VERSION = "2"  # 2: the slot's calendar (how booked, what is scheduled) in the context
 DEFAULT_PEOPLE = 1500
 DEFAULT_SLOTS = 112
+CALENDAR_SHARE = 0.6  # the rest live without a calendar, as a person with no calendar source
 
 
 @dataclass
@@ -53,19 +57,37 @@ class TrainReport:
 
 
 def simulate(n_people: int, slots: int, seed: int) -> dict[str, np.ndarray]:
-    """Interactions of training people under random recommendations (wide coverage)."""
+    """Interactions of training people under random recommendations (wide coverage).
+
+    Recommendations are random among the actions the person's calendar has room for, as
+    the pipeline never recommends the others.
+    """
     rng = np.random.default_rng([seed, 7])
     ctx, dctx, prof, act, acc, dlt, ok = [], [], [], [], [], [], []
     for person in people("train", n_people, seed):
         meters = rng.uniform(0.1, 0.95, N_METERS)  # start anywhere: cover low meters too
+        cals = month(person.seed, slots) if rng.random() < CALENDAR_SHARE else None
         for t in range(slots):
-            slot, a = t % 4, int(rng.integers(N_ACTIONS))
-            accepted = rng.random() < accept_probability(person, slot, meters)[a]
+            slot = t % 4
+            if cals is None:
+                a, busy, sched = int(rng.integers(N_ACTIONS)), 0.0, None
+                p = accept_probability(person, slot, meters)
+            else:
+                cal = cals[t]
+                room = [i for i, name in enumerate(ACTIONS) if cal.fits(name)]
+                if not room:  # nothing is recommended into a fully booked slot
+                    meters = np.clip(meters + expected_delta(person, HABIT[slot], slot), 0, 1)
+                    continue
+                a = int(room[int(rng.integers(len(room)))])
+                busy = booked(cal.free_minutes)
+                sched = ACTIONS.index(cal.active_event) if cal.active_event else None
+                p = accept_probability(person, slot, meters, busy, sched)
+            accepted = rng.random() < p[a]
             done = a if accepted else HABIT[slot]
             after = np.clip(
                 meters + expected_delta(person, done, slot) + rng.normal(0, 0.015, N_METERS), 0, 1
             )
-            ctx.append(context(slot, meters))
+            ctx.append(context(slot, meters, busy, a == sched))
             dctx.append(delta_context(slot))
             prof.append(person.belief)
             act.append(a)

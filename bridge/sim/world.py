@@ -138,9 +138,31 @@ def utility(person: Person, slot: int, meters: np.ndarray) -> np.ndarray:
     return u
 
 
-def accept_probability(person: Person, slot: int, meters: np.ndarray) -> np.ndarray:
-    """P(accept) for each of the 10 actions; answer noise is ignoring for no reason."""
-    return (1.0 - person.answer_noise) / (1.0 + np.exp(-utility(person, slot, meters)))
+# With a calendar: a booked slot makes any suggestion less welcome whatever the profile
+# (the reason an Ignore there says little about preferences), an action the calendar
+# already holds is easy to say yes to, and one that does not fit cannot be done at all.
+BOOKED_PENALTY = 2.5
+SCHEDULED_BONUS = 1.0
+
+
+def accept_probability(
+    person: Person,
+    slot: int,
+    meters: np.ndarray,
+    busy: float = 0.0,
+    scheduled: int | None = None,
+    fits: np.ndarray | None = None,
+) -> np.ndarray:
+    """P(accept) for each of the 10 actions; answer noise is ignoring for no reason.
+
+    `busy` (0 free .. 1 fully booked), `scheduled` (the action index the calendar holds)
+    and `fits` (which actions a free stretch is long enough for) come from a calendar.
+    """
+    u = utility(person, slot, meters) - BOOKED_PENALTY * busy
+    if scheduled is not None:
+        u[scheduled] += SCHEDULED_BONUS
+    p = (1.0 - person.answer_noise) / (1.0 + np.exp(-u))
+    return p if fits is None else np.where(fits, p, 0.0)
 
 
 def initial_meters(rng: np.random.Generator) -> np.ndarray:

@@ -37,6 +37,9 @@ class Case:
     name: str  # file name, also the case id
     expect: str  # "error", "skip" or "accept"
     build: Callable[[Path], None]
+    # what the one-line error must say (for "error"), and text that must never be stored
+    needle: str = ""
+    never_stored: str = ""
 
 
 def _text(content: str, encoding: str = "utf-8") -> Callable[[Path], None]:
@@ -282,6 +285,305 @@ CASES: list[Case] = [
     ),
     Case("fit", "truncated.fit", "error", lambda p: p.write_bytes(FIT_FIXTURE.read_bytes()[:2500])),
 ]
+
+
+# --- hostile files: made to hurt, not merely broken ----------------------------------------
+#
+# Each was found to get past an earlier version (entities behind a comment, dates that
+# overflow, forged FIT sizes, rules made to hang an expander, terminal escapes).
+
+ENTITY_USE = GOOD.replace('sourceName="Watch"', 'sourceName="&x;"')
+HIDDEN = "EXPANDED-ENTITY-TEXT"
+
+
+def _apple_dtd(prefix: str, decl: str = f'<!ENTITY x "{HIDDEN}">') -> Callable[[Path], None]:
+    """An export whose DOCTYPE (declaring an entity) hides behind `prefix`."""
+    return _text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        + prefix
+        + f"<!DOCTYPE HealthData [\n{decl}\n]>\n"
+        + '<HealthData locale="en_US">\n'
+        + ENTITY_USE
+        + GOOD
+        + "</HealthData>\n"
+    )
+
+
+def _long_comment_dtd(path: Path) -> None:
+    _apple_dtd("<!--" + "x" * (5 << 20) + "-->\n")(path)
+
+
+APPLE_DTD = {
+    "dtd-after-comment-naming-root.xml": _apple_dtd("<!-- <HealthData> -->\n"),
+    "dtd-after-pi-naming-root.xml": _apple_dtd("<?note <HealthData?>\n"),
+    "dtd-after-long-comment.xml": _long_comment_dtd,
+    "second-dtd.xml": _text(
+        '<?xml version="1.0"?>\n<!DOCTYPE HealthData [\n<!ATTLIST HealthData locale CDATA #REQUIRED>\n]>\n'
+        f'<!DOCTYPE HealthData [<!ENTITY x "{HIDDEN}">]>\n<HealthData locale="en">'
+        + ENTITY_USE
+        + "</HealthData>\n"
+    ),
+    "unparsed-entity.xml": _apple_dtd(
+        "<!-- <HealthData -->", '<!NOTATION gif SYSTEM "gif">\n<!ENTITY x SYSTEM "a.gif" NDATA gif>'
+    ),
+    "parameter-entity.xml": _apple_dtd(
+        "<!-- <HealthData -->", '<!ENTITY % p SYSTEM "file:///etc/passwd">\n%p;'
+    ),
+    "external-entity-behind-comment.xml": _apple_dtd(
+        "<!-- <HealthData -->", '<!ENTITY x SYSTEM "file:///etc/hostname">'
+    ),
+    "laughs-behind-comment.xml": _apple_dtd(
+        "<!-- <HealthData -->",
+        '<!ENTITY a "aaaaaaaaaa">\n'
+        + "".join(
+            f'<!ENTITY {c} "{("&" + p + ";") * 10}">\n'
+            for p, c in zip("abcdefgh", "bcdefghx", strict=True)
+        ),
+    ),
+}
+# expat itself refuses a DOCTYPE inside the document
+DTD_AFTER_ROOT = _text(
+    HEALTH_OPEN + f'<!DOCTYPE HealthData [<!ENTITY x "{HIDDEN}">]>' + ENTITY_USE + "</HealthData>\n"
+)
+
+
+def _step(day: str, offset: str, value: int = 10) -> str:
+    return STEP.format(d=day, v=value).replace("+0100", offset)
+
+
+APPLE_DATES = {
+    "year-1.xml": _step("0001-01-01", "+0100"),
+    "year-9999.xml": _step("9999-12-31", "-0500").replace("08:10:00", "23:59:00"),
+    "year-10000.xml": _step("10000-01-01", "+0000"),
+    "month-13.xml": _step("2026-13-01", "+0100"),
+    "offset-99.xml": _step("2026-11-01", "+9999"),
+    "workout-year-1.xml": (
+        '<Workout workoutActivityType="HKWorkoutActivityTypeRunning" sourceName="W" '
+        'startDate="0001-01-01 00:10:00 +0100" endDate="0001-01-01 00:40:00 +0100"/>\n'
+    ),
+}
+
+CONTROL_TITLE = "Gym\x1b]0;pwned\x07\x1b[2J\u009b31m\u202eevil"
+
+
+def _fit_forged(field: int, size: int) -> Callable[[Path], None]:
+    """The fixture with one field size of its first definition message forged, CRC fixed
+    (so the decoder, not the CRC check, meets the lie)."""
+
+    def build(path: Path) -> None:
+        import struct
+
+        from fitdecode.utils import compute_crc
+
+        data = bytearray(FIT_FIXTURE.read_bytes())
+        at = data[0] + 6 + 3 * field + 1  # header, record header + 5, 3 bytes per field
+        data[at] = size
+        data[-2:] = struct.pack("<H", compute_crc(bytes(data[:-2])))
+        path.write_bytes(bytes(data))
+
+    return build
+
+
+def _fit_header(offset: int, value: bytes) -> Callable[[Path], None]:
+    def build(path: Path) -> None:
+        data = bytearray(FIT_FIXTURE.read_bytes())
+        data[offset : offset + len(value)] = value
+        path.write_bytes(bytes(data))
+
+    return build
+
+
+ICS_HEAD = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//t//EN\r\n"
+ICS_OK = ICS_EVENT.format(uid="ok", start="20261118T080000Z", end="20261118T090000Z", title="Gym")
+
+
+def _ics(*events: str, tail: str = "END:VCALENDAR\r\n") -> Callable[[Path], None]:
+    return _text(ICS_HEAD + ICS_OK + "".join(events) + tail)
+
+
+def _rule(rule: str, start: str = "20261101T080000Z", uid: str = "bad") -> str:
+    return (
+        f"BEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:20261101T000000Z\r\nDTSTART:{start}\r\n"
+        f"DURATION:PT30M\r\nRRULE:{rule}\r\nSUMMARY:x\r\nEND:VEVENT\r\n"
+    )
+
+
+def _many_series(path: Path) -> None:
+    # 30 hourly series: 1,176 instances each in the window, 35 k in all, over the
+    # per-file cap of 20 k (refused before any is expanded).
+    _ics(*(_rule("FREQ=HOURLY", "20261015T000000Z", f"s{i}") for i in range(30)))(path)
+
+
+def _many_singles(path: Path) -> None:
+    # 50 k plain events far outside the window: dropped by the text scan, never parsed.
+    _ics(
+        *(
+            ICS_EVENT.format(
+                uid=f"old{i}", start="20100101T080000Z", end="20100101T090000Z", title="Old"
+            )
+            for i in range(50_000)
+        )
+    )(path)
+
+
+HOSTILE: list[Case] = [
+    *(Case("apple-health", n, "error", b, "XML entity", HIDDEN) for n, b in APPLE_DTD.items()),
+    Case("apple-health", "dtd-after-root.xml", "error", DTD_AFTER_ROOT, "malformed XML", HIDDEN),
+    *(
+        Case("apple-health", n, "skip", _text(HEALTH_OPEN + GOOD + rec + "</HealthData>\n"))
+        for n, rec in APPLE_DATES.items()
+    ),
+    Case(
+        "apple-health",
+        "control-characters.xml",
+        "accept",
+        _text(HEALTH_OPEN + GOOD.replace("Watch", "W\u009b2J\u202eatch") + "</HealthData>\n"),
+        never_stored="\u009b",
+    ),
+    *(
+        Case("fit", f"forged-field-{f}-size-{n}.fit", "error", _fit_forged(f, n), "FIT")
+        for f, n in ((0, 0), (1, 200), (0, 3), (3, 0), (6, 2), (6, 0))
+    ),
+    Case("fit", "forged-header-size.fit", "error", _fit_header(0, b"\xff"), "FIT"),
+    Case("fit", "forged-data-size.fit", "error", _fit_header(4, b"\xff\xff\xff\x7f"), "FIT"),
+    Case("fit", "not-fit-signature.fit", "error", _fit_header(8, b"NOPE"), "FIT"),
+    Case("ics", "secondly.ics", "error", _ics(_rule("FREQ=SECONDLY")), "every second"),
+    Case("ics", "interval-0.ics", "error", _ics(_rule("FREQ=DAILY;INTERVAL=0")), "INTERVAL"),
+    Case("ics", "count-0.ics", "error", _ics(_rule("FREQ=DAILY;COUNT=0")), "COUNT"),
+    Case("ics", "freq-unknown.ics", "error", _ics(_rule("FREQ=FORTNIGHTLY")), "RRULE"),
+    Case("ics", "minutely.ics", "skip", _ics(_rule("FREQ=MINUTELY")), ""),
+    Case(
+        "ics",
+        "minutely-since-1970.ics",
+        "skip",
+        _ics(_rule("FREQ=MINUTELY;INTERVAL=3", "19700101T000000Z")),
+    ),
+    Case("ics", "daily-since-year-1.ics", "skip", _ics(_rule("FREQ=DAILY", "00010101T080000Z"))),
+    Case(
+        "ics",
+        "hourly-count-huge.ics",
+        "skip",
+        _ics(_rule("FREQ=HOURLY;COUNT=999999999", "19900101T000000Z")),
+    ),
+    Case(
+        "ics",
+        "byhour-byminute-daily.ics",
+        "skip",
+        _ics(
+            _rule(
+                "FREQ=DAILY;BYHOUR="
+                + ",".join(map(str, range(24)))
+                + ";BYMINUTE="
+                + ",".join(map(str, range(60)))
+            )
+        ),
+    ),
+    Case("ics", "bysetpos-never.ics", "skip", _ics(_rule("FREQ=DAILY;BYSETPOS=3"))),
+    Case(
+        "ics",
+        "bysetpos-monthly-never.ics",
+        "skip",
+        _ics(_rule("FREQ=MONTHLY;BYDAY=MO;BYSETPOS=-6")),
+    ),
+    Case(
+        "ics",
+        "february-30th-daily.ics",
+        "accept",
+        _ics(_rule("FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30", "20261001T080000Z")),
+    ),
+    Case(
+        "ics",
+        "monday-april-31st-minutely.ics",
+        "accept",
+        _ics(_rule("FREQ=MINUTELY;BYDAY=MO;BYMONTHDAY=31;BYMONTH=4", "20261001T080000Z")),
+    ),
+    Case(
+        "ics",
+        "bymonthday-40.ics",
+        "accept",
+        _ics(_rule("FREQ=DAILY;BYMONTHDAY=40", "20261001T080000Z")),
+    ),
+    Case("ics", "until-year-9999.ics", "accept", _ics(_rule("FREQ=DAILY;UNTIL=99991231T000000Z"))),
+    Case("ics", "too-many-instances.ics", "error", _many_series, "max_instances_per_file"),
+    Case("ics", "fifty-thousand-old-events.ics", "accept", _many_singles),
+    Case(
+        "ics",
+        "ends-in-year-9999.ics",
+        "skip",
+        _ics(
+            ICS_EVENT.format(
+                uid="far", start="20261118T100000Z", end="99991231T235900Z", title="Far"
+            )
+        ),
+    ),
+    Case(
+        "ics",
+        "duration-overflows.ics",
+        "skip",
+        _ics(
+            "BEGIN:VEVENT\r\nUID:long\r\nDTSTART:20261118T100000Z\r\nDURATION:P99999999W\r\nSUMMARY:x\r\nEND:VEVENT\r\n"
+        ),
+    ),
+    Case(
+        "ics",
+        "escape-in-malformed-line.ics",
+        "error",
+        _text(ICS_HEAD + "\x1b]0;pwned\x07\x1b[2J\r\n" + ICS_OK + "END:VCALENDAR\r\n"),
+        "malformed",
+    ),
+    Case(
+        "ics",
+        "escape-in-title.ics",
+        "accept",
+        _ics(
+            ICS_EVENT.format(
+                uid="t", start="20261118T100000Z", end="20261118T110000Z", title=CONTROL_TITLE
+            )
+        ),
+        never_stored="\x1b",
+    ),
+    Case(
+        "ics",
+        "unbalanced-vevent.ics",
+        "error",
+        _ics("BEGIN:VEVENT\r\nUID:x\r\nDTSTART:20261118T100000Z\r\n"),
+        "has no END line",
+    ),
+    Case("ics", "no-end-vcalendar.ics", "error", _ics(tail=""), "ends early"),
+    Case("ics", "stray-end.ics", "error", _ics("END:VEVENT\r\n"), "without BEGIN"),
+    Case(
+        "ics",
+        "misspelt-end-vtodo.ics",
+        "accept",
+        _text(
+            ICS_HEAD
+            + ICS_OK
+            + "BEGIN:VTODO\r\nUID:t1\r\nSUMMARY:Tax\r\nEND:VTOOD\r\nEND:VCALENDAR\r\n"
+        ),
+    ),
+    *(
+        Case(
+            "garmin-export",
+            n,
+            "skip",
+            _zip(
+                {
+                    UDS: b"["
+                    + _uds_day("2026-11-01", 55, 8000)[1:-1]
+                    + b","
+                    + _uds_day(day, 60, 100)[1:-1]
+                    + b"]"
+                }
+            ),
+        )
+        for n, day in (
+            ("year-1.zip", "0001-01-01"),
+            ("year-9999.zip", "9999-12-31"),
+            ("month-13.zip", "2026-13-01"),
+        )
+    ),
+]
+CASES += HOSTILE
 
 
 def write_corpus(out: Path) -> list[tuple[Case, Path]]:

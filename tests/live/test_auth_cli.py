@@ -353,6 +353,57 @@ def test_auth_google_loopback_listener(config: Path, monkeypatch: pytest.MonkeyP
     assert (_secrets(config).get_json(GOOGLE_TOKEN) or {})["refresh_token"] == "1//loopback-refresh"
 
 
+def _with_token_url(config: Path, token_url: str) -> Path:
+    text = config.read_text().replace(
+        "[sources.google_calendar]\n", f'[sources.google_calendar]\ntoken_url = "{token_url}"\n'
+    )
+    config.write_text(text)
+    return config
+
+
+GOOGLE_ANSWER = {
+    "access_token": "ya29.google-access-token-value",
+    "refresh_token": "1//google-refresh-token-value",
+    "expires_in": 3599,
+    "scope": "https://www.googleapis.com/auth/calendar.readonly",
+    "token_type": "Bearer",
+}
+
+
+def test_auth_google_accepts_a_plain_http_token_url_on_this_machine(
+    config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A local test server or proxy: oauthlib would refuse http; on loopback it is allowed.
+    _with_token_url(config, "http://127.0.0.1:56741/token")
+    monkeypatch.delenv("OAUTHLIB_INSECURE_TRANSPORT", raising=False)
+    posted = fake_requests_token_endpoint(monkeypatch, lambda form: GOOGLE_ANSWER)
+    browser = FakeBrowser("4/0google-auth-code-value")
+    result = _run(
+        config, "auth", "google", "--mode", "paste", browser=browser, monkeypatch=monkeypatch
+    )
+    assert result.exit_code == 0, result.output
+    assert posted and posted[0]["code"] == ["4/0google-auth-code-value"]
+    import os
+
+    assert "OAUTHLIB_INSECURE_TRANSPORT" not in os.environ  # switched on for that call only
+
+
+def test_auth_google_names_an_http_token_url_elsewhere_instead_of_blaming_google(
+    config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _with_token_url(config, "http://proxy.example.net/token")
+    posted = fake_requests_token_endpoint(monkeypatch, lambda form: GOOGLE_ANSWER)
+    browser = FakeBrowser("4/0google-auth-code-value")
+    result = _run(
+        config, "auth", "google", "--mode", "paste", browser=browser, monkeypatch=monkeypatch
+    )
+    assert result.exit_code == 2
+    assert "token_url" in result.output and "https://" in result.output
+    assert "Google refused" not in result.output
+    assert posted == [] and browser.opened == {}  # refused before anyone consented
+    assert _secrets(config).get_json(GOOGLE_TOKEN) is None
+
+
 def test_auth_google_tasks_asks_for_both_scopes_and_status_shows_tasks(
     config: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -21,9 +21,6 @@ ONLINE, OFFLINE = "online", "offline"
 ANSWERS = ("accept", "ignore", "reschedule")
 NONE = "None"  # Home Assistant's payload for "unknown"
 TOP_INPUTS = 3
-# Keys another part of the pipeline may add to a slot's per-meter documents (freshness)
-# and to a recommendation (the free window it fits in); passed on when present.
-STALENESS_KEYS = ("staleness", "freshness")
 ICONS = {
     "vitality": "mdi:heart-pulse",
     "cognition": "mdi:brain",
@@ -235,10 +232,11 @@ def meter_states(slot: dict[str, Any] | None) -> dict[str, tuple[str, dict[str, 
             "slot": slot["slot"],
             "slot_name": slot["slot_name"],
         }
-        for key in STALENESS_KEYS:
-            if isinstance(slot.get(key), dict) and m in slot[key]:
-                attrs["staleness"] = slot[key][m]
-                break
+        # How old the freshest input behind the value is ({newest, age_hours, stale});
+        # None for slots stored before freshness was kept.
+        freshness = (slot.get("freshness") or {}).get(m)
+        attrs["staleness"] = freshness
+        attrs["stale"] = freshness.get("stale") if isinstance(freshness, dict) else None
         if value is None and provenance.get("reason"):
             attrs["reason"] = provenance["reason"]
         out[m] = (NONE if value is None else f"{round(value * 100, 1)}", attrs)
