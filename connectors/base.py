@@ -31,8 +31,11 @@ the fact, per source:
                                            which moves when the sleep is edited)
     google_calendar events: the natural key is already the API's id (uid, recurrence)
     ics             events: UID + RECURRENCE-ID (the natural key)
-    apple_health    export samples are final: no key. Pushed daily aggregates (Health
-                    Auto Export re-sends today's, larger, with every push) would use
+    apple_health    export samples are final: no key
+    apple_push      a summarised night, "sleep:<local wake date>:<origin>" (re-sent with
+                    other stage totals as the watch syncs more); metric buckets are
+                    stored as [date, date + bucket), so a bucket re-sent larger already
+                    has the same natural key. A day total whose end moved would use
                     "day:<metric>:<local date>"
     fit, garmin_export  files of final samples: no key
 

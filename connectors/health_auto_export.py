@@ -244,6 +244,10 @@ def _sleep_item(item: dict[str, Any]) -> list[ReadingRecord]:
     asleep = _hours(item, "asleep") or _hours(item, "totalSleep")
     if asleep > 0 and not any(stages[k] for k in ("deep", "core", "rem")):
         out.append(ReadingRecord("sleep", start, end, asleep, "min", "asleep", origin))
+    # The app sends the night again, with other totals, as the watch syncs more of it:
+    # its rows are one fact (connectors/base.py), replaced as one, never added beside.
+    for rec in out:
+        rec.revision = f"sleep:{end.date()}:{origin}"[:96]
     return out
 
 

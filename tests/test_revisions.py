@@ -23,6 +23,7 @@ from bridge.intake.live import commit
 from bridge.store import Store, upsert
 from bridge.store.models import Reading
 from connectors import garmin, whoop
+from connectors.base import ReadContext
 from connectors.live import PullResult
 from mappings.frames import empty_events
 from mappings.meters import compute_slots
@@ -542,3 +543,30 @@ def test_a_day_pulled_at_several_moments_ends_with_the_rows_of_one_pull_at_its_e
         assert got == truth, (sorted(got - truth)[:5], sorted(truth - got)[:5])
 
     check()
+
+
+def test_an_apple_night_pushed_again_with_other_totals_replaces_the_first(store):
+    """Health Auto Export re-sends a summarised night as the watch syncs more of it."""
+    import io
+
+    from connectors.health_auto_export import PushStats, read_stream
+
+    body = json.loads(
+        (FIXTURES / "health_auto_export" / "v6_sleep_summary_phases.json").read_text()
+    )
+    now = datetime(2023, 1, 31, 12, tzinfo=UTC)
+    ctx = ReadContext(tz=ZoneInfo("Asia/Shanghai"), now=now, past_days=100_000)
+    item = body["data"]["metrics"][0]["data"][0]
+    for deep, core in ((0.5, 3.0), (0.8583333333333334, 3.2999999999999994)):
+        item.update(deep=deep, core=core)
+        data = io.BytesIO(json.dumps(body).encode())
+        records = list(read_stream(data, ctx, stats=PushStats()))
+        _pull(store, records, now, source="apple_push")
+    sleep = _rows(store, "apple_push", "sleep")
+    assert {r.label: round(r.value, 1) for r in sleep if r.label != "in_bed"} == {
+        "deep": 51.5,
+        "core": 198.0,
+        "rem": 75.5,
+        "awake": 7.0,
+    }
+    assert len(sleep) == 5

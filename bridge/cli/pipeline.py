@@ -228,6 +228,8 @@ def sync(
             outcome = run_source(store, settings, name, ctx, since=first, progress=step)
         failed |= outcome.error is not None
         typer.echo(outcome.line())
+    if first is not None:
+        typer.echo("the next cycle computes the meters of every day the backfill brought")
     if failed:
         raise typer.Exit(1)
 
