@@ -61,6 +61,17 @@ def week(store):
     return store
 
 
+def store_event(store, event: EventRecord) -> None:
+    """One event as a live calendar source stores it."""
+    with store.transaction() as s:
+        upsert(
+            s,
+            CalendarEvent,
+            [event.row("google_calendar", datetime.now(UTC))],
+            keys=("source", "calendar_id", "uid", "recurrence_id"),
+        )
+
+
 def make(store, settings, now):
     rec = recommend(store, settings, now, runner_name="bundled")
     return rec, recommendation_document(rec, None, settings.tz)
@@ -202,13 +213,7 @@ def test_a_declined_invitation_leaves_its_time_free(store, settings):
         "status": "confirmed",
     }
     declined = EventRecord(uid="inv-1", title="All-hands", self_response="declined", **common)
-    with store.transaction() as s:
-        upsert(
-            s,
-            CalendarEvent,
-            [declined.row("google_calendar", datetime.now(UTC))],
-            keys=("source", "calendar_id", "uid", "recurrence_id"),
-        )
+    store_event(store, declined)
     rec, doc = make(store, settings, at(2026, 11, 30, 12, 1))
     assert rec.slot == 1 and window(doc)[0] == at(2026, 11, 30, 12, 5)
     with store.transaction() as s:
@@ -310,3 +315,32 @@ def test_the_window_is_in_the_cli_the_page_and_the_api(demo, tmp_path, monkeypat
     assert doc["window_reason"] is None
     plain = CliRunner().invoke(app, ["recommend"])
     assert f" {start:%H:%M}-{end:%H:%M}: {doc['action']}" in plain.stdout
+
+
+def test_across_the_autumn_dst_change(store, settings):
+    # Sunday 25 October 2026, 03:00 CEST becomes 02:00 CET: that night slot lasts 8 hours,
+    # and a late event written in local time still blocks the right instants.
+    night = SlotKey(at(2026, 10, 24, 12, 0).date(), 3)
+    lo, hi = slot_bounds(night, BERLIN)
+    assert hi - lo == timedelta(hours=8)
+    late = EventRecord(
+        calendar_id="primary",
+        uid="late-call",
+        title="Call with Tokyo",
+        start=at(2026, 10, 25, 1, 30),
+        end=at(2026, 10, 25, 4, 30),  # after the change: +01:00
+    )
+    store_event(store, late)
+    rec, doc = make(store, settings, at(2026, 10, 25, 1, 0))
+    w = window(doc)
+    assert rec.slot == 3 and not overlaps(w, (late.start, late.end))
+    # Before the call (01:00-01:30 CEST) or after it (04:30-05:00 CET): 30 minutes each.
+    assert w in (
+        (at(2026, 10, 25, 1, 0), at(2026, 10, 25, 1, 30)),
+        (late.end, at(2026, 10, 25, 5, 0)),
+    )
+    # 01:30 CEST to 04:30 CET is 4 hours (same-zone subtraction in Python would say 3).
+    assert late.end.astimezone(UTC) - late.start.astimezone(UTC) == timedelta(hours=4)
+    with store.session() as s:
+        stored = s.execute(select(CalendarEvent)).scalar_one()
+    assert stored.end_utc - stored.start_utc == timedelta(hours=4)
