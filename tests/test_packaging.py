@@ -38,3 +38,23 @@ def test_the_wheel_carries_every_data_file_the_code_reads(tmp_path):
         "mappings/meter_weights.toml",
     ):
         assert needed in names, needed
+
+
+def test_the_editable_install_prints_no_build_warnings(tmp_path):
+    # `make demo` and `make test` install in editable mode first: on a fresh machine
+    # that used to print pages of setuptools warnings (a license table, the finder).
+    build = (
+        "import sys\n"
+        "from setuptools import build_meta\n"
+        "print(build_meta.build_editable(sys.argv[1]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "default", "-c", build, str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    output = done.stdout + done.stderr
+    assert "Warning" not in output and "!!" not in output, output
+    assert list(tmp_path.glob("rhythm_bridge-*.whl"))
