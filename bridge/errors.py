@@ -89,6 +89,16 @@ class AuthExpired(SourceError):
         super().__init__(f"{msg} ({detail})" if detail else msg)
 
 
+class NotConnected(SourceError):
+    """No credentials were ever stored for this source: nothing expired, nothing to retry."""
+
+    status = "not_connected"
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        super().__init__(f"{source}: not connected: run `{auth_command(source)}`")
+
+
 class RateLimited(SourceError):
     """The provider asked us to slow down."""
 

@@ -92,7 +92,10 @@ class _Reader:
             local = _value(frame, "local_timestamp")
             if isinstance(local, datetime) and isinstance(stamp, datetime):
                 minutes = round((local - stamp).total_seconds() / 60)
-                self.zone = timezone(timedelta(minutes=minutes))
+                # Some devices write a local time that is no local time at all (a null
+                # or a counter): real UTC offsets are within -12..+14 hours.
+                if -12 * 60 <= minutes <= 14 * 60:
+                    self.zone = timezone(timedelta(minutes=minutes))
         elif name == "monitoring":
             yield from self.monitoring(frame, stamp)
         elif name == "hrv":
@@ -216,7 +219,10 @@ def records(fit_file: str | IO[bytes], name: str, ctx: ReadContext) -> list[Read
         with fitdecode.FitReader(
             fit_file,
             check_crc=fitdecode.CrcCheck.RAISE,
-            error_handling=fitdecode.ErrorHandling.RAISE,
+            # What this relaxes is what the Garmin FIT SDK reads too: a field size that is
+            # no multiple of its base type (COROS) is read as bytes, developer data
+            # without its id as unknown. The CRC is still checked.
+            error_handling=fitdecode.ErrorHandling.IGNORE,
         ) as fit:
             for frame in fit:
                 if isinstance(frame, fitdecode.FitDataMessage):

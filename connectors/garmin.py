@@ -22,7 +22,7 @@ import httpx
 
 from bridge.auth.secrets import Secrets
 from bridge.config import Settings
-from bridge.errors import AuthExpired, RateLimited, SourceError
+from bridge.errors import AuthExpired, NotConnected, RateLimited, SourceError
 from connectors.base import ReadContext, ReadingRecord
 from connectors.http import RateWindow, RetryPolicy, parse_json, request
 from connectors.live import (
@@ -126,7 +126,7 @@ class GarminTokens:
             return str(token["access_token"])
         key = self.secrets.get(KEY_SECRET)
         if not key:
-            raise AuthExpired(SOURCE, "no Personal API key stored")
+            raise NotConnected(SOURCE)
         return str(self.exchange(key)["access_token"])
 
 

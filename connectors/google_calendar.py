@@ -19,7 +19,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bridge.auth.secrets import Secrets, quiet_secret_loggers
 from bridge.config import Settings
-from bridge.errors import AuthExpired, CursorInvalid, RateLimited, SourceError, Transient
+from bridge.errors import (
+    AuthExpired,
+    CursorInvalid,
+    NotConnected,
+    RateLimited,
+    SourceError,
+    Transient,
+)
 from connectors.base import EventRecord, ReadContext, ReplaceScope, Skipped
 from connectors.http import (
     MAX_RESPONSE_BYTES,
@@ -71,7 +78,7 @@ def load_credentials(settings: Settings, secrets: Secrets) -> Any:
 
     info = secrets.get_json(TOKEN_SECRET)
     if not info or not info.get("refresh_token"):
-        raise AuthExpired(SOURCE, "no token stored")
+        raise NotConnected(SOURCE)
     try:
         creds = Credentials.from_authorized_user_info(info)
     except ValueError as err:

@@ -26,7 +26,7 @@ from typing import Any
 
 from bridge.auth.secrets import Secrets, quiet_secret_loggers
 from bridge.config import Settings
-from bridge.errors import AuthExpired, RateLimited, SourceError, Transient
+from bridge.errors import AuthExpired, NotConnected, RateLimited, SourceError, Transient
 from connectors.base import ReadContext, Skipped, TaskRecord, TaskScope
 from connectors.google_calendar import execute, http_client, load_credentials, save_credentials
 from connectors.http import RETRY_NEXT_SYNC, RetryPolicy
@@ -155,7 +155,7 @@ def pull(
     cfg = settings.sources.google_tasks
     if not has_tasks_scope(secrets.get_json(TOKEN_SECRET)):
         if secrets.get_json(TOKEN_SECRET) is None:
-            raise AuthExpired(SOURCE, "no Google token stored")
+            raise NotConnected(SOURCE)
         raise AuthExpired(SOURCE, f"the Google authorization covers Calendar only; {ADD_TASKS}")
     policy = RetryPolicy.from_settings(settings)
     creds = load_credentials(settings, secrets)

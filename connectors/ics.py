@@ -3,7 +3,12 @@
 icalendar parses, x-wr-timezone repairs Google's X-WR-TIMEZONE exports, and
 recurring-ical-events expands RRULE/RDATE/EXDATE and applies moved instances
 (RECURRENCE-ID). An instance's identity is its UID plus its *original* start, so a moved
-instance updates in place instead of appearing twice.
+instance updates in place instead of appearing twice; an instance moved by a
+`RECURRENCE-ID;RANGE=THISANDFUTURE` change keeps its own original start too. An event
+without a UID gets one derived from its content, so re-reading the file finds it again.
+Real files are odder than RFC 5545 (tests/fixtures/real/): `_repair` fixes what a
+calendar app would shrug off (a property written twice, a changed instance without
+DTSTART) before expansion.
 
 Feed URLs (a private iCloud/Outlook/Google iCal link) are fetched with httpx, sending the
 last ETag / Last-Modified so an unchanged feed costs one 304. A private link is a secret:
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -50,6 +56,9 @@ _KEYS = re.compile(
 )
 _DATE = re.compile(rb"(?:^|:)(\d{8})")
 BATCH_BYTES = 256 << 10
+# A to-do block as `_scan` cut it (it ends each with CRLF), and its UID line.
+_TODO_BLOCK = re.compile(rb"^BEGIN:VTODO\r?\n.*?^END:[^\r\n]*\r\n", re.M | re.S | re.I)
+_TODO_UID = re.compile(rb"^UID[^:\r\n]*:([^\r\n]*)", re.M | re.I)
 # Steps of a rule between its DTSTART and the window's end: a rule every minute since
 # 1970 is 30 M steps of dateutil's loop before the first instance that matters.
 MAX_RULE_STEPS = 200_000
@@ -177,11 +186,15 @@ def _load(data: bytes, name: str) -> Any:
     import icalendar
     import x_wr_timezone
 
-    try:
-        cal = icalendar.Calendar.from_ical(data)
-    except ValueError as err:
-        raise InputError(f"{name}: malformed iCalendar: {err}") from None
-    return x_wr_timezone.to_standard(cal)
+    # icalendar warns about guesses it makes (a vendor-prefixed TZID): not the person's
+    # concern, and not worth a line on every import.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cal = icalendar.Calendar.from_ical(data)
+        except ValueError as err:
+            raise InputError(f"{name}: malformed iCalendar: {err}") from None
+        return x_wr_timezone.to_standard(cal)
 
 
 def _rule_problem(comp: Any, window: tuple[datetime, datetime]) -> tuple[str, bool] | None:
@@ -364,9 +377,9 @@ def _occurrences(
     ctx: ReadContext,
     skipped: list[Skipped],
     budget: list[int],
+    broken: set[str],
 ) -> Iterator[Any]:
     """Each series' instances in the window, a series over its cap skipped as a whole."""
-    import recurring_ical_events
 
     cap = ctx.max_instances_per_event
     for comp in cal.walk("VEVENT"):
@@ -390,20 +403,18 @@ def _occurrences(
         # Its first instance stays (DTSTART is always one), still marked as a series'.
         comp.pop("RRULE")
         comp.add("X-RB-SERIES", "1")
-    try:
-        query = recurring_ical_events.of(cal)
-    except Exception as err:  # the library raises many types for broken rules
-        raise InputError(f"{name}: cannot expand recurring events: {err}") from None
+    all_series = _series(cal, skipped, broken)
     # Counted first, all of the batch: a file over its cap is refused before the slow
     # expansion (about a millisecond per instance) starts.
     counted = []
-    for series in query.series:
+    for series in all_series:
         try:
             steps, inside, why = _count_steps(series, window, cap)
         except OverflowError:
             steps, inside, why = 0, 0, f"event {str(series.uid)[:80]!r}: date out of range"
-        except Exception as err:
-            raise InputError(f"{name}: cannot expand recurring events: {err}") from None
+        except Exception as err:  # one broken series (an unreadable EXDATE) costs itself
+            broken.add(str(series.uid))
+            steps, inside, why = 0, 0, _unreadable(series, err)
         budget[0] += steps
         if budget[0] > MAX_FILE_STEPS:
             raise InputError(
@@ -420,7 +431,7 @@ def _occurrences(
                 "window; refused (sources.ics.max_instances_per_file)"
             )
         counted.append(series)
-    query.series.clear()
+    all_series.clear()
     # Popped one by one: a series' rules cache their instances, freed with the series.
     while counted:
         series = counted.pop()
@@ -430,9 +441,127 @@ def _occurrences(
             skipped.append(Skipped("event", f"event {str(series.uid)[:80]!r}: date out of range"))
             continue
         except Exception as err:
-            raise InputError(f"{name}: cannot expand recurring events: {err}") from None
+            broken.add(str(series.uid))
+            skipped.append(Skipped("event", _unreadable(series, err)))
+            continue
         for occurrence in occurrences:
             yield occurrence.as_component(False)
+
+
+# Properties RFC 5545 allows once per VEVENT; some writers repeat them (the first wins,
+# as in the calendar apps that wrote them).
+_SINGLE = ("UID", "DTSTART", "DTEND", "DURATION", "RECURRENCE-ID", "SUMMARY", "STATUS", "TRANSP")
+# What identifies an event that has no UID: its content, not when the file was written.
+_CONTENT = ("DTSTART", "DTEND", "DURATION", "RRULE", "RDATE", "SUMMARY", "LOCATION", "DESCRIPTION")
+
+
+def _content_uid(comp: Any) -> str:
+    parts = []
+    for prop in _CONTENT:
+        value = comp.get(prop)
+        for item in value if isinstance(value, list) else [value]:
+            parts.append(f"{prop}:{item.to_ical().decode() if hasattr(item, 'to_ical') else item}")
+    return "nouid-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+
+
+def _repair(cal: Any) -> list[str]:
+    """Make odd but legitimate events expandable, in place; return why others were dropped."""
+    dropped: list[str] = []
+    for comp in list(cal.subcomponents):
+        if comp.name != "VEVENT":
+            continue
+        for prop in _SINGLE:
+            if isinstance(comp.get(prop), list):
+                values = comp[prop]
+                del comp[prop]
+                comp.add(prop, values[0], encode=False)
+        if "DTSTART" not in comp:
+            if "RECURRENCE-ID" not in comp:
+                cal.subcomponents.remove(comp)
+                dropped.append(f"{comp.get('UID', 'an event')}: no DTSTART")
+                continue
+            # A changed instance that does not say when it starts keeps its original start.
+            comp.add("DTSTART", comp["RECURRENCE-ID"], encode=False)
+        if not str(comp.get("UID", "")).strip():
+            comp.pop("UID", None)
+            comp.add("UID", _content_uid(comp))
+    return dropped
+
+
+def _future_shifts(cal: Any) -> dict[tuple[str, str], timedelta]:
+    """(UID, RECURRENCE-ID) of each RANGE=THISANDFUTURE change -> how far it moved the
+    instances after it; undoing that shift gives an instance's original start."""
+    shifts: dict[tuple[str, str], timedelta] = {}
+    for comp in cal.walk("VEVENT"):
+        rid = comp.get("RECURRENCE-ID")
+        if rid is None or str(rid.params.get("RANGE", "")).upper() != "THISANDFUTURE":
+            continue
+        try:
+            start, original = comp.decoded("DTSTART"), comp.decoded("RECURRENCE-ID")
+            shift = _naive_utc(start) - _naive_utc(original)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            continue
+        shifts[(str(comp.get("UID")), rid.to_ical().decode())] = shift
+    return shifts
+
+
+def _naive_utc(value: date | datetime) -> datetime:
+    if not isinstance(value, datetime):
+        return datetime(value.year, value.month, value.day)
+    if value.tzinfo is None:
+        return value
+    return value.astimezone(UTC).replace(tzinfo=None)
+
+
+def _original_start(comp: Any, shifts: dict[tuple[str, str], timedelta]) -> date | datetime:
+    """The start an instance had before any change: its RECURRENCE-ID, unless that names
+    a THISANDFUTURE change, which moved this instance along with every later one."""
+    if "RECURRENCE-ID" not in comp:
+        return comp.decoded("DTSTART")
+    rid = comp["RECURRENCE-ID"]
+    original = comp.decoded("RECURRENCE-ID")
+    shift = shifts.get((str(comp.get("UID")), rid.to_ical().decode()))
+    if shift is None:
+        return original
+    start = comp.decoded("DTSTART")
+    if isinstance(start, datetime) and isinstance(original, datetime):
+        return start.astimezone(original.tzinfo) - shift if original.tzinfo else start - shift
+    if not isinstance(start, datetime) and not isinstance(original, datetime):
+        return start - shift
+    return original
+
+
+def _series(cal: Any, skipped: list[Skipped], broken: set[str]) -> list[Any]:
+    """The batch's series; when the library cannot build them all (one unreadable EXDATE
+    fails the whole calendar), again one UID at a time, so a broken series costs itself."""
+    import icalendar
+    import recurring_ical_events
+
+    try:
+        return list(recurring_ical_events.of(cal).series)
+    except Exception:  # the library raises many types for broken values
+        pass
+    zones = [c for c in cal.subcomponents if c.name == "VTIMEZONE"]
+    by_uid: dict[str, list[Any]] = {}
+    for comp in cal.subcomponents:
+        if comp.name == "VEVENT":
+            by_uid.setdefault(str(comp.get("UID", "")), []).append(comp)
+    found: list[Any] = []
+    for uid, comps in by_uid.items():
+        one = icalendar.Calendar()
+        one.subcomponents.extend([*zones, *comps])
+        try:
+            found.extend(recurring_ical_events.of(one).series)
+        except Exception as err:
+            broken.add(uid)
+            why = f"event {uid[:80]!r}: cannot expand it ({err})".splitlines()[0][:300]
+            skipped.append(Skipped("event", why))
+    return found
+
+
+def _unreadable(series: Any, err: Exception) -> str:
+    text = f"event {str(series.uid)[:80]!r}: cannot expand it ({err})"
+    return text.splitlines()[0][:300] if text else text
 
 
 def records_from_bytes(
@@ -451,30 +580,56 @@ def records_from_bytes(
     )
     del data
     budget = [0, 0]  # dateutil steps walked, instances counted: for the whole file
+    broken: set[str] = set()  # UIDs listed but unreadable: not cancelled for being absent
     for batch in _batches(scan, scan.groups.values()):
         cal = _load(batch, name)
-        skipped: list[Skipped] = []
-        for comp in _occurrences(cal, name, (window_start, window_end), ctx, skipped, budget):
+        skipped = [Skipped("event", why) for why in _repair(cal)]
+        shifts = _future_shifts(cal)
+        window = (window_start, window_end)
+        for comp in _occurrences(cal, name, window, ctx, skipped, budget, broken):
             if "DTSTART" not in comp:
                 continue
             try:
-                yield _event(comp, calendar_id, ctx)
-            except (ValueError, TypeError, KeyError, OverflowError) as err:
+                yield _event(comp, calendar_id, ctx, shifts)
+            except (ValueError, TypeError, KeyError, OverflowError, AttributeError) as err:
+                broken.add(str(comp.get("UID", "")))
                 yield Skipped("event", f"unreadable event: {err}")
         yield from skipped
     # To-dos live beside the events (same file, same id as their list); see ics_todos.
     keep: set[str] = set()
     for batch in _batches(scan, ([todo] for todo in scan.todos)):
-        for rec in ics_todos.records(_load(batch, name), calendar_id, ctx):
-            if isinstance(rec, TaskScope):
-                keep |= rec.keep
-            else:
-                yield rec
+        try:
+            cals = [_load(batch, name)]
+        except InputError:
+            # One to-do icalendar refuses (PRIORITY:high) must not cost the file: read
+            # this batch's to-dos one by one and count the ones that fail.
+            cals = []
+            for todo in _TODO_BLOCK.findall(batch):
+                try:
+                    cals.append(_load(next(_batches(scan, [[todo]])), name))
+                except InputError as err:
+                    uid = _TODO_UID.search(todo)
+                    if uid:
+                        keep.add(uid.group(1).decode("utf-8", "replace").strip())
+                    yield Skipped("task", str(err).rsplit(": ", 1)[-1][:300])
+        for cal in cals:
+            for rec in ics_todos.records(cal, calendar_id, ctx):
+                if isinstance(rec, TaskScope):
+                    keep |= rec.keep
+                else:
+                    yield rec
     yield TaskScope(calendar_id, frozenset(keep))
-    yield ReplaceScope(calendar_id, window_start, window_end)
+    yield ReplaceScope(
+        calendar_id, window_start, window_end, frozenset((uid, None) for uid in broken)
+    )
 
 
-def _event(comp: Any, calendar_id: str, ctx: ReadContext) -> EventRecord:
+def _event(
+    comp: Any,
+    calendar_id: str,
+    ctx: ReadContext,
+    shifts: dict[tuple[str, str], timedelta] | None = None,
+) -> EventRecord:
     start, all_day = _aware(comp.decoded("DTSTART"), ctx)
     if "DTEND" in comp:
         end, _ = _aware(comp.decoded("DTEND"), ctx)
@@ -485,13 +640,13 @@ def _event(comp: Any, calendar_id: str, ctx: ReadContext) -> EventRecord:
     recurring = (
         "RRULE" in comp or "RDATE" in comp or "RECURRENCE-ID" in comp or "X-RB-SERIES" in comp
     )
-    original = comp.decoded("RECURRENCE-ID") if "RECURRENCE-ID" in comp else comp.decoded("DTSTART")
+    original = _original_start(comp, shifts or {})
     attendees = comp.get("ATTENDEE", [])
     if not isinstance(attendees, list):
         attendees = [attendees]
     return EventRecord(
         calendar_id=calendar_id,
-        uid=str(comp.get("UID", "")) or f"nouid-{_stamp(comp.decoded('DTSTART'), ctx)}",
+        uid=str(comp.get("UID", "")) or _content_uid(comp),
         recurrence_id=_stamp(original, ctx) if recurring else "",
         title=str(comp.get("SUMMARY", "")).strip(),
         start=start,

@@ -30,6 +30,8 @@ RANGES: dict[str, tuple[float, float]] = {
     "workout": (0, 24 * 60),
 }
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+# Calendars write local times: 2000-01-01 00:00 anywhere on Earth (UTC+14 at most).
+EARLIEST_EVENT = EARLIEST - timedelta(hours=14)
 # Devices sync late and clocks drift; anything further ahead than this is not a reading.
 FUTURE_SLACK = timedelta(days=2)
 # One event or measurement spanning longer than this is a data error (multi-day trips are
@@ -129,7 +131,14 @@ def _bounds(tz: tzinfo, now: datetime) -> tuple[datetime, datetime, datetime]:
 def check_event(rec: EventRecord, now: datetime) -> str | None:
     """Why this event cannot be stored, or None when it is plausible (text clipped)."""
     _clip(rec, {**EVENT_TEXT, "title": MAX_TITLE})
-    return _check_span(rec.start, rec.end, now, MAX_EVENT_SPAN, future=timedelta(days=3660))
+    return _check_span(
+        rec.start,
+        rec.end,
+        now,
+        MAX_EVENT_SPAN,
+        future=timedelta(days=3660),
+        earliest=EARLIEST_EVENT,
+    )
 
 
 def _check_span(
@@ -138,12 +147,13 @@ def _check_span(
     now: datetime,
     longest: timedelta,
     future: timedelta = FUTURE_SLACK,
+    earliest: datetime = EARLIEST,
 ) -> str | None:
     if start.tzinfo is None or end.tzinfo is None:
         return "time without a UTC offset"
     if end < start:
         return f"ends ({end.isoformat()}) before it starts ({start.isoformat()})"
-    if start < EARLIEST:
+    if start < earliest:
         return f"starts in {start.year}, before {EARLIEST.year}"
     if start > now + future:
         return f"starts in the future ({start.isoformat()})"

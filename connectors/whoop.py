@@ -20,7 +20,7 @@ import httpx
 from bridge.auth.oauth import refresh_lock
 from bridge.auth.secrets import Secrets
 from bridge.config import Settings
-from bridge.errors import AuthExpired, SourceError
+from bridge.errors import AuthExpired, NotConnected, SourceError
 from connectors.base import ReadContext, ReadingRecord
 from connectors.http import RateWindow, RetryPolicy, parse_json, request
 from connectors.live import (
@@ -144,7 +144,7 @@ class WhoopTokens:
         with refresh_lock(self.lock_path):
             token = self.secrets.get_json(TOKEN_SECRET)
             if not token or not token.get("refresh_token"):
-                raise AuthExpired(SOURCE, "no token stored")
+                raise NotConnected(SOURCE)
             fresh = float(token.get("expires_at", 0)) - _EARLY_REFRESH > time.time()
             if fresh and not force:
                 return str(token["access_token"])

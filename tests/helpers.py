@@ -89,3 +89,15 @@ class MemoryKeyring(KeyringBackend):
 
         if self.entries.pop((service, username), None) is None:
             raise PasswordDeleteError(username)
+
+
+def meter_snapshot(store: Any, day: Any, slot: int) -> Any:
+    """The stored MeterSnapshot row of one local slot."""
+    from sqlalchemy import select
+
+    from bridge.store.models import MeterSnapshot
+
+    with store.session() as session:
+        return session.execute(
+            select(MeterSnapshot).where(MeterSnapshot.local_date == day, MeterSnapshot.slot == slot)
+        ).scalar_one()

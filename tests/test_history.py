@@ -8,18 +8,19 @@ import json
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from typer.testing import CliRunner
 
 from bridge.cli.main import app
 from bridge.cycle.meters import first_data_day, recompute_meters
+from bridge.intake.ingest import import_file
 from bridge.out.history import stored_range
 from bridge.store import upsert
 from bridge.store.models import MeterSnapshot, Reading
 from connectors.base import ReadingRecord
 from tests.conftest import DEMO_NOW
 from tests.helpers import validate_snapshot, write_config
-from tests.test_meter_recompute import load_sample
+from tests.test_meter_recompute import add_reading, load_sample
 from tests.test_meter_recompute import snapshots as rows
 
 
@@ -159,3 +160,69 @@ def test_a_range_without_data_says_where_the_data_is(loaded, settings, tmp_path)
         "no meters stored from 2025-01-01 to 2025-01-31; "
         "stored meters run from 2026-10-17 to 2026-11-19"
     )
+
+
+def test_a_ticked_off_task_recomputes_from_its_day_not_the_whole_history(loaded, settings, ctx):
+    from bridge.store.models import Task, TaskChange
+    from tests.conftest import SAMPLE
+
+    import_file(loaded, "ics", SAMPLE / "tasks.ics", ctx)
+    recompute_meters(loaded, settings, DEMO_NOW)
+    with loaded.session() as session:
+        # The open task due last (late on the 25th, UTC): its deadline reaches back a week.
+        task = session.execute(
+            select(Task).where(Task.status != "completed").order_by(Task.due_utc.desc()).limit(1)
+        ).scalar_one()
+    assert task.due_utc.date() == date(2026, 11, 25)
+    done_at = (DEMO_NOW - timedelta(days=2)).astimezone(UTC)
+    stamp = datetime.now(UTC) + timedelta(seconds=1)  # after the import's updates
+    with loaded.transaction() as session:
+        session.execute(
+            update(Task).where(Task.id == task.id).values(status="completed", updated_at=stamp)
+        )
+        session.add(
+            TaskChange(task_id=task.id, kind="completed", at_utc=done_at, recorded_at=stamp)
+        )
+    done = recompute_meters(loaded, settings, DEMO_NOW)
+    # From the day before it was ticked off (the 16th) to this morning, not 133 slots.
+    assert done == 3 * 4 + 1
+    incremental = rows(loaded)
+    recompute_meters(loaded, settings, DEMO_NOW, full=True)
+
+    assert rows(loaded) == incremental
+
+
+@pytest.fixture
+def long_history(store, settings):
+    """200 days of the benchmark's generated data (no minute heart rate), meters computed."""
+    from benchmarks.meters import load_into, synth
+
+    readings, events = synth(date(2026, 5, 3), 200)
+    load_into(store, readings[readings["metric"] != "heart_rate"], events)
+    recompute_meters(store, settings, DEMO_NOW)
+    return store
+
+
+def test_over_long_history_a_cycle_carries_old_prints_and_still_sees_old_changes(
+    long_history, settings
+):
+    store = long_history
+    assert first_data_day(store, settings) == date(2026, 5, 2)
+    # Nothing new: only the current slot, with the old days' prints carried over.
+    from bridge.cycle.meter_changes import MeterState
+
+    assert recompute_meters(store, settings, DEMO_NOW) == 1
+    state = MeterState.load(store)
+    assert state.older and "r:2026-05-10" in state.days  # months of days, one print for them
+    # A reading from June changes (a re-import): recomputed from the day before it on,
+    # the same rows as a full recompute.
+    add_reading(store, "resting_hr", datetime(2026, 6, 10, 7, 0, tzinfo=UTC), 80.0)
+    done = recompute_meters(store, settings, DEMO_NOW)
+    assert done == ((date(2026, 11, 19) - date(2026, 6, 9)).days) * 4 + 1
+    incremental = rows(store)
+    recompute_meters(store, settings, DEMO_NOW, full=True)
+    assert rows(store) == incremental
+    assert recompute_meters(store, settings, DEMO_NOW) == 1
+    # Something new today: only this morning (and what it reaches), not 200 days.
+    add_reading(store, "hrv_sdnn", DEMO_NOW.replace(hour=3).astimezone(UTC), 30.0)
+    assert recompute_meters(store, settings, DEMO_NOW) <= 4 * 2 + 1

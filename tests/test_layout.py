@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("connectors", "bridge.runner", "bridge.clock"),
     ("mappings", "bridge.store", "bridge.auth", "bridge.sample_data"),
     ("bridge.config", "bridge.logs"),  # the helpers every stage shares
-    ("bridge.errors",),
+    ("bridge.errors", "bridge.files"),
 ]
 FACES = ("bridge.cli", "bridge.web", "bridge.daemon")
 MAX_TOP_LEVEL_MODULES = 12

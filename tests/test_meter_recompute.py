@@ -15,7 +15,7 @@ from bridge.store import upsert
 from bridge.store.models import CalendarEvent, MeterSnapshot, Reading
 from connectors.base import ReadingRecord
 from tests.conftest import DEMO_NOW, SAMPLE
-from tests.helpers import write_config
+from tests.helpers import meter_snapshot, write_config
 
 
 def load_sample(store, ctx):
@@ -195,12 +195,7 @@ def test_own_weights_are_laid_over_the_bundled_ones(loaded, settings, tmp_path):
         update={"meters": settings.meters.model_copy(update={"weights_file": str(own)})}
     )
     recompute_meters(loaded, settings, DEMO_NOW)
-    with loaded.session() as session:
-        snap = session.execute(
-            select(MeterSnapshot).where(
-                MeterSnapshot.local_date == DEMO_NOW.date(), MeterSnapshot.slot == 0
-            )
-        ).scalar_one()
+    snap = meter_snapshot(loaded, DEMO_NOW.date(), 0)
     prov = json.loads(snap.provenance)
     assert snap.mapping_version == "mine.1"
     assert prov["connection"]["inputs"][0]["weight"] == 2.0

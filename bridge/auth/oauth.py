@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from bridge.errors import BridgeError, InputError
+from bridge.files import private_dir
 
 
 def new_state() -> str:
@@ -100,7 +101,7 @@ _thread_locks: dict[str, threading.Lock] = {}
 def refresh_lock(path: Path) -> Iterator[None]:
     """Exclusive across threads and processes: one refresh of a rotating token at a time."""
     lock = _thread_locks.setdefault(str(path), threading.Lock())
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     with lock:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:

@@ -33,6 +33,7 @@ import keyring.errors
 
 from bridge.config import KEYRING_KEY_ENV
 from bridge.errors import ConfigError
+from bridge.files import private_dir
 from bridge.logs import register_secret
 
 SERVICE = "rhythm-bridge"
@@ -126,7 +127,7 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
         self._salt = salt
         token = Fernet(_derive(self._material(), salt)).encrypt(json.dumps(data).encode())
         doc = {"format": _FORMAT, "salt": base64.b64encode(salt).decode(), "data": token.decode()}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
@@ -143,7 +144,7 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """Read-modify-write under a lock shared by every process (daemon, CLI)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         with self._lock:
             fd = os.open(
                 self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600

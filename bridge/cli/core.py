@@ -46,7 +46,7 @@ class _Group(TyperGroup):
 app = typer.Typer(
     cls=_Group,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     help="Bridge your wearables and calendar to a personal-life model.",
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
@@ -62,6 +62,14 @@ EARLIEST, LATEST = date(1970, 1, 1), date(2100, 12, 31)
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"rhythm-bridge {version('rhythm-bridge')}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
     config: Annotated[
@@ -74,6 +82,12 @@ def _main(
         ),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each step.")] = False,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+        ),
+    ] = False,
     log_json: Annotated[
         bool, typer.Option("--log-json", envvar="RHYTHM_BRIDGE_LOG_JSON", help="Log JSON lines.")
     ] = False,
@@ -87,9 +101,17 @@ def _main(
 
 def current_settings() -> Settings:
     from bridge.config import load_settings
+    from bridge.errors import ConfigError
 
     if "settings" not in state:
-        state["settings"] = load_settings(state.get("config"))
+        path = state.get("config")
+        if path is not None and not Path(path).expanduser().exists():
+            # Named on purpose (--config or $RHYTHM_BRIDGE_CONFIG): silently running on the
+            # defaults would sync into the wrong database.
+            raise ConfigError(
+                f"{path}: no such config file; write one with `rhythm-bridge --config {path} init`"
+            )
+        state["settings"] = load_settings(path)
     return state["settings"]
 
 
@@ -97,7 +119,11 @@ def current_store() -> Store:
     from bridge.store import Store
 
     if "store" not in state:
-        state["store"] = Store(current_settings().database_url)
+        from bridge.files import make_private
+
+        settings = current_settings()
+        make_private(settings.data_path)  # an install from an older release: once
+        state["store"] = Store(settings.database_url)
     return state["store"]
 
 

@@ -17,6 +17,13 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
+    import os
+
+    from bridge.files import UMASK
+
+    # Whatever the login shell's umask: what libraries create by themselves (SQLite's
+    # journals, numpy's archives) must be as private as the files we open ourselves.
+    os.umask(UMASK)
     app()
 
 

@@ -159,10 +159,15 @@ def import_(
     if kind == "ics" and path.lower().startswith(("http://", "https://", "webcal://")):
         summary = import_feed(current_store(), path, ctx, force=force)
     else:
-        with records_progress(f"importing {Path(path).name}") as progress:
-            summary = import_file(
-                current_store(), kind, Path(path), ctx, force=force, progress=progress
-            )
+        try:
+            with records_progress(f"importing {Path(path).name}") as progress:
+                summary = import_file(
+                    current_store(), kind, Path(path), ctx, force=force, progress=progress
+                )
+        except KeyboardInterrupt:
+            # The import is one transaction: Ctrl-C rolled all of it back.
+            typer.echo("interrupted; nothing from this file was stored", err=True)
+            raise typer.Exit(130) from None
     typer.echo(summary.line())
     if summary.new:
         typer.echo("the next cycle computes the meters of every day it brought (run --once)")
@@ -170,18 +175,31 @@ def import_(
 
 @app.command()
 def sync(
-    source: Annotated[str | None, typer.Argument(help="One source (default: all enabled).")] = None,
+    source: Annotated[
+        str | None,
+        typer.Argument(
+            help="One source: apple-health, ics, google-calendar, google-tasks, whoop or garmin "
+            "(default: all enabled)."
+        ),
+    ] = None,
     since: Annotated[
         str | None,
         typer.Option(help="Backfill from this local date YYYY-MM-DD instead of the cursor."),
     ] = None,
 ) -> None:
     """Pull enabled sources now, whether or not they are due (with --since: a backfill)."""
-    from bridge.intake.sources import SCHEDULED, enabled_sources, read_context, run_source
+    from bridge.intake.sources import (
+        SOURCE_NAMES,
+        enabled_sources,
+        read_context,
+        run_source,
+        source_section,
+    )
 
+    section = source_section(source) if source is not None else None
+    if source is not None and section is None:
+        raise BridgeError(f"unknown source {source!r}; choose one of: {', '.join(SOURCE_NAMES)}")
     settings, store = current_settings(), current_store()
-    if source is not None and source not in SCHEDULED:
-        raise BridgeError(f"unknown source {source!r}; choose one of: {', '.join(SCHEDULED)}")
     try:
         first = (
             datetime.combine(date.fromisoformat(since), datetime.min.time(), tzinfo=settings.tz)
@@ -190,7 +208,7 @@ def sync(
         )
     except ValueError:
         raise BridgeError(f"--since {since!r}: use YYYY-MM-DD") from None
-    names = [source] if source else enabled_sources(settings)
+    names = [section] if section else enabled_sources(settings)
     if not names:
         typer.echo("no source is enabled; enable one in the config ([sources.*] enabled = true)")
         return
@@ -210,6 +228,8 @@ def sync(
             outcome = run_source(store, settings, name, ctx, since=first, progress=step)
         failed |= outcome.error is not None
         typer.echo(outcome.line())
+    if first is not None:
+        typer.echo("the next cycle computes the meters of every day the backfill brought")
     if failed:
         raise typer.Exit(1)
 

@@ -32,7 +32,12 @@ def records_progress(label: str) -> Iterator[Callable[[int], None] | None]:
     )
     with Progress(*columns, transient=True) as bar:
         task = bar.add_task(label, total=None)
-        yield lambda count: bar.update(task, completed=count)
+        try:
+            yield lambda count: bar.update(task, completed=count)
+        except KeyboardInterrupt:
+            # Leave the bar's last line on screen: how far it got is worth seeing.
+            bar.live.transient = False
+            raise
 
 
 @contextmanager

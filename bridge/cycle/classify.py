@@ -6,6 +6,7 @@ that labels new and changed events.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from sqlalchemy import select
 
 from bridge.config import Settings
 from bridge.errors import ConfigError, InputError
+from bridge.files import FILE_MODE, private_dir
 from bridge.store import Store, upsert
 from bridge.store.db import utcnow
 from bridge.store.models import LLMAnswer
@@ -174,7 +176,10 @@ def retrain(
             raise InputError("say where to write the model (--out)")
         out = local_model_path(settings)
     model = train(pairs, extra_weight=fixes)
+    # The model learnt from the person's corrected titles: private like the rest.
+    private_dir(Path(out).parent)
     save(model, out)
+    os.chmod(out, FILE_MODE)
     return TrainReport(out, len(pairs), len(fixes), len(model.labels))
 
 

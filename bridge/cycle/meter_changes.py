@@ -6,7 +6,9 @@ latest import or update time), kept in the `meta` table after each recompute. A 
 reading on day X can move slots from X - 1 on (baselines and weekly windows only look
 back), and so can a changed event; a changed deadline-looking event moves slots up to 8
 days earlier (deadline proximity looks 7 days ahead). A new weights version, time zone or
-slot boundaries means a full recompute.
+slot boundaries means a full recompute. Over years of history only the recent days'
+prints are read each cycle; the older ones are carried over while a single print of all
+the older rows (`older_print`) is unchanged.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import String, func, select, type_coerce
 
 from bridge.store import Store
 from bridge.store.models import CalendarEvent, Reading, Task, TaskChange
@@ -34,6 +36,9 @@ class MeterState:
     config: str = ""
     as_of: str = ""
     days: dict[str, str] = field(default_factory=dict)
+    # One print of all the rows before the recent days (see `older_print`): while it holds,
+    # the per-day prints of years of history are carried over instead of recomputed.
+    older: str = ""
 
     @classmethod
     def load(cls, store: Store) -> MeterState | None:
@@ -42,14 +47,65 @@ class MeterState:
             return None
         try:
             data = json.loads(raw)
-            return cls(str(data["config"]), str(data["as_of"]), dict(data["days"]))
+            return cls(
+                str(data["config"]),
+                str(data["as_of"]),
+                dict(data["days"]),
+                str(data.get("older", "")),
+            )
         except (ValueError, KeyError, TypeError):
             return None  # unreadable: recompute everything, then write a fresh one
 
     def dumps(self) -> str:
-        return json.dumps(
-            {"config": self.config, "as_of": self.as_of, "days": self.days}, sort_keys=True
-        )
+        doc = {"config": self.config, "as_of": self.as_of, "days": self.days, "older": self.older}
+        return json.dumps(doc, sort_keys=True)
+
+
+def older_print(store: Store, lo: datetime, cut: datetime) -> str:
+    """One string that changes when any input row starting in [lo, cut) does (readings) or
+    in [lo - 1 day, cut - 1 day) (events, as `fingerprints` reads them)."""
+    r, e = Reading.__table__, CalendarEvent.__table__  # type: ignore[attr-defined]
+    with store.session() as session:
+        readings = session.execute(
+            select(
+                func.count(),
+                func.sum(r.c.value),
+                func.sum(r.c.utc_offset_min),
+                func.max(r.c.imported_at),
+            ).where(r.c.metric.in_(sorted(USED_METRICS)), r.c.start_utc >= lo, r.c.start_utc < cut)
+        ).one()
+        events = session.execute(
+            select(
+                func.count(),
+                func.max(e.c.updated_at),
+                func.sum(e.c.action_confidence),
+                func.max(e.c.classified_hash),
+            ).where(
+                e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < cut - timedelta(days=1)
+            )
+        ).one()
+    return f"{_join(readings)}#{_join(events)}"
+
+
+def carried_prints(
+    state: MeterState | None, store: Store, lo: datetime, cut: datetime
+) -> tuple[str, dict[str, str]]:
+    """(the print of the rows before `cut`, the per-day prints of `state` still valid for
+    them: readings' days before `cut`, events' days before `cut` - 1 day; none when those
+    rows changed or the state has no print of them)."""
+    older = older_print(store, lo, cut)
+    if state is None or not state.older or state.older != older:
+        return older, {}
+    r_end, e_end = cut.date(), (cut - timedelta(days=1)).date()
+    return (
+        older,
+        {
+            k: v
+            for k, v in state.days.items()
+            if not k.startswith("t:")  # tasks are read afresh every time
+            and date.fromisoformat(k[2:]) < (r_end if k.startswith("r:") else e_end)
+        },
+    )
 
 
 def _day(value: Any) -> str:
@@ -94,10 +150,15 @@ def fingerprints(
         ).all()
         # Deadlines reach a week back (proximity looks ahead), so they get their own key;
         # titles are matched here, with the same pattern the meters use.
+        # Instants as the database returns them (text on SQLite): only compared and cut to
+        # their day here, and years of events would cost a datetime each.
         titled = session.execute(
-            select(e.c.start_utc, e.c.title, e.c.status, e.c.updated_at).where(
-                e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < hi
-            )
+            select(
+                type_coerce(e.c.start_utc, String),
+                e.c.title,
+                e.c.status,
+                type_coerce(e.c.updated_at, String),
+            ).where(e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < hi)
         ).all()
     out = {f"r:{_day(row[0])}": _join(row[1:]) for row in readings}
     out.update({f"e:{_day(row[0])}": _join(row[1:]) for row in events})

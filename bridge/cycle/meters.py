@@ -33,6 +33,7 @@ LONGEST_RECORD = timedelta(days=31)
 # A backfill loads and computes this many days at a time: a Pi's memory holds a chunk of
 # a decade of history, not all of it.
 CHUNK_DAYS = 366
+CUT_GRID_DAYS = 32
 
 
 def load_frames(
@@ -151,6 +152,26 @@ def history_start(store: Store, settings: Settings, last: SlotKey) -> SlotKey:
     return SlotKey(first, 0)
 
 
+def _stored_slots(store: Store, window: list[SlotKey]) -> set[tuple[date, int]]:
+    """The window's slots that have a stored row. Years of keys are only read when an old
+    one is missing: a count says whether all the slots before the last two days are there."""
+    first, recent = window[0].local_date, window[-1].local_date - timedelta(days=2)
+    older = {(k.local_date, k.slot) for k in window if k.local_date < recent}
+    m = MeterSnapshot.__table__  # type: ignore[attr-defined]
+    with store.session() as session:
+        n = session.execute(
+            select(func.count()).where(m.c.local_date >= first, m.c.local_date < recent)
+        ).scalar_one()
+        lo = recent if n == len(older) else first
+        found = {
+            (d, s)
+            for d, s in session.execute(
+                select(m.c.local_date, m.c.slot).where(m.c.local_date >= lo)
+            )
+        }
+    return (older | found) if lo == recent else found
+
+
 Progress = Callable[[int, int], None]
 
 
@@ -185,9 +206,11 @@ def recompute_meters(
     from bridge.cycle.meter_changes import (
         STATE_KEY,
         MeterState,
+        carried_prints,
         fingerprints,
         first_changed_day,
         slots_to_recompute,
+        task_fingerprints,
     )
     from mappings.meters import compute_slots
 
@@ -200,9 +223,6 @@ def recompute_meters(
     window_lo = slot_bounds(first.prev(), tz, bounds)[0]
     hi = slot_bounds(last, tz, bounds)[1] + timedelta(days=1)
     since = window_lo - lookback
-    prints = fingerprints(
-        store, since, hi + timedelta(days=DEADLINE_DAYS), weights.calendar_rules().deadline_pattern
-    )
     config = "|".join(
         (
             weights.version,
@@ -212,30 +232,45 @@ def recompute_meters(
         )
     )
     state = None if full else MeterState.load(store)
+    pattern = weights.calendar_rules().deadline_pattern
+    prints_hi = hi + timedelta(days=DEADLINE_DAYS)
+    # Per-day prints are read afresh for the recent days only (from the UTC midnight
+    # before the export window's lookback, as when only the window was kept); older days
+    # keep theirs while one print of all their rows holds, so a cycle over years of
+    # history reads about as much as one over the window.
+    recent = last.local_date - timedelta(days=settings.export.days + 1) - lookback
+    # On a 32-day grid: the older rows' print changes when the grid moves on, not daily.
+    recent = date.fromordinal(recent.toordinal() - recent.toordinal() % CUT_GRID_DAYS)
+    cut = datetime.combine(recent, datetime.min.time(), tzinfo=UTC)
+    older, carried = "", {}
+    if since < cut - timedelta(days=2):
+        older, carried = carried_prints(state, store, since, cut)
+    if carried:
+        # Tasks are read whole either way, keyed from `since` (an old task's change moves
+        # every slot from its first day, however long ago).
+        fresh = fingerprints(store, cut, prints_hi, pattern)
+        prints = {
+            **carried,
+            **{k: v for k, v in fresh.items() if not k.startswith("t:")},
+            **task_fingerprints(store, since),
+        }
+    else:
+        prints = fingerprints(store, since, prints_hi, pattern)
     if state is None or state.config != config:
         todo = window
     else:
-        with store.session() as session:
-            stored = {
-                (d, s)
-                for d, s in session.execute(
-                    select(MeterSnapshot.local_date, MeterSnapshot.slot).where(
-                        MeterSnapshot.local_date >= first.local_date
-                    )
-                )
-            }
+        stored = _stored_slots(store, window)
         last_current = (
             current_slot(settings, datetime.fromisoformat(state.as_of)) if state.as_of else None
         )
-        todo = slots_to_recompute(
-            window, stored, first_changed_day(state.days, prints, since.date()), last_current
-        )
+        changed = first_changed_day(state.days, prints, since.date())
+        todo = slots_to_recompute(window, stored, changed, last_current)
     # One contiguous run (every slot's delta needs the one before), starting one slot
     # early so the first has its delta too.
     todo = [todo[0].prev(), *window[window.index(todo[0]) :]]
     size = max(1, chunk_days) * 4
     total, done, previous = len(todo) - 1, 0, None
-    new_state = MeterState(config, now.astimezone(UTC).isoformat(), prints)
+    new_state = MeterState(config, now.astimezone(UTC).isoformat(), prints, older)
     for at in range(0, len(todo), size):
         chunk = todo[at : at + size]
         lo = slot_bounds(chunk[0], tz, bounds)[0] - lookback

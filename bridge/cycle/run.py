@@ -24,6 +24,7 @@ from bridge.cycle.meters import recompute_meters
 from bridge.cycle.recommend import recommend
 from bridge.cycle.tasks import classify_tasks
 from bridge.errors import BridgeError, Cancelled
+from bridge.files import private_dir
 from bridge.intake.sources import SyncOutcome, enabled_sources, is_due, read_context, run_source
 from bridge.store import Store
 from bridge.store.models import Recommendation
@@ -47,7 +48,7 @@ class CycleReport:
 @contextmanager
 def data_lock(data_dir: Path, timeout: float = 120.0) -> Iterator[None]:
     """One cycle at a time per data dir (the daemon and a manual run must not overlap)."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(data_dir)
     path = data_dir / ".cycle.lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + timeout

@@ -42,6 +42,8 @@ class SyncOutcome:
     def line(self) -> str:
         """The one-line report of this sync, as the CLI prints it."""
         skipped = f", {self.skipped} skipped as unreadable or implausible" if self.skipped else ""
+        if self.status == "not_connected":
+            return self.error or f"{self.source}: not connected"
         error = f" ({self.error})" if self.error else ""
         return (
             f"{self.source}: {self.status}, {self.records} records, {self.new} new{skipped}{error}"
@@ -144,6 +146,17 @@ SCHEDULED: dict[str, Callable[..., tuple[int, ...]]] = {
 }
 
 
+# How the CLI spells each source (the `import` kinds and `auth` names use hyphens); the
+# config section names (apple_health, google_calendar) stay accepted as the old spelling.
+SOURCE_NAMES = {name.replace("_", "-"): name for name in SCHEDULED}
+SOURCE_ALIASES = {**{name: name for name in SCHEDULED}, "google": "google_calendar"}
+
+
+def source_section(name: str) -> str | None:
+    """The config section a CLI spelling of a source names, or None."""
+    return SOURCE_NAMES.get(name) or SOURCE_ALIASES.get(name)
+
+
 def enabled_sources(settings: Settings) -> list[str]:
     return [name for name in SCHEDULED if getattr(settings.sources, name).enabled]
 
@@ -163,8 +176,8 @@ def is_due(store: Store, settings: Settings, source: str, now: datetime) -> bool
     state = get_state(store, source)
     if state is None or state.last_attempt_at is None:
         return True
-    if state.status == "reauth_required":
-        return False  # pulling again cannot help until the person re-runs auth
+    if state.status in ("reauth_required", "not_connected"):
+        return False  # pulling again cannot help until the person runs auth
     if state.retry_after is not None and now < state.retry_after:
         return False
     interval = timedelta(minutes=getattr(settings.sources, source).interval_minutes)
@@ -182,6 +195,8 @@ def next_due(store: Store, settings: Settings, source: str) -> datetime | None:
 
 def record_outcome(store: Store, outcome: SyncOutcome, now: datetime) -> None:
     state = get_state(store, outcome.source)
+    # Never connected is a state, not a failure: no error to keep once it is connected.
+    error = None if outcome.status == "not_connected" else outcome.error
     row = {
         "source": outcome.source,
         "stream": "",
@@ -193,8 +208,8 @@ def record_outcome(store: Store, outcome: SyncOutcome, now: datetime) -> None:
         "last_success_at": now
         if outcome.error is None
         else (state.last_success_at if state else None),
-        "last_error_at": now if outcome.error else (state.last_error_at if state else None),
-        "last_error": outcome.error if outcome.error else (state.last_error if state else None),
+        "last_error_at": now if error else (state.last_error_at if state else None),
+        "last_error": error if error else (state.last_error if state else None),
         "retry_after": now + timedelta(seconds=outcome.retry_after)
         if outcome.retry_after
         else None,

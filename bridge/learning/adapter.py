@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from datetime import UTC, datetime
 from typing import Any
 
+from bridge.files import write_private
 from bridge.runner.adapter import fit_adapter
 from bridge.runner.features import RESPONSE_VALUE
 
@@ -42,9 +42,6 @@ def refit(store: Any, settings: Any, now: datetime | None = None) -> dict[str, A
     doc["through"] = max(h["local_date"] for h in answered)
     doc["fitted_at"] = now.astimezone(UTC).isoformat()
     path = settings.data_path / ADAPTER_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    write_private(path, json.dumps(doc, indent=2).encode())
     log.info("adapter: refitted from %d answers -> %s", len(answered), path)
     return doc

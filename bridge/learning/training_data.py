@@ -20,6 +20,7 @@ from sqlalchemy import select
 
 from bridge.clock import current_slot
 from bridge.errors import InputError
+from bridge.files import private_dir
 from bridge.learning.feedback import REWARD
 from bridge.learning.history import HISTORY_DAYS, interaction_history
 from bridge.runner.prompt import SYSTEM, build_prompt
@@ -75,7 +76,7 @@ def write_training_data(store: Any, settings: Any, path: Path) -> int:
     path = path.expanduser()
     if path.is_dir():
         raise InputError(f"{path}: is a directory; give a file name for the training data")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     tmp = path.with_name(path.name + ".tmp")
     count = 0
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -15,13 +15,14 @@ import tempfile
 from pathlib import Path
 
 from bridge.errors import StoreError
+from bridge.files import private_dir
 from bridge.store import Store
 
 
 def backup(store: Store, dest: Path) -> Path:
     """Write a consistent copy of the store to `dest` (mode 0600); atomic on success."""
     dest = Path(dest).expanduser()
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(dest.parent)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
     os.close(fd)
     tmp = Path(tmp_name)

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import select
 
 from bridge.config import Settings
+from bridge.files import private_dir
 from bridge.store import Store
 from bridge.store.models import CalendarEvent, Feedback, MeterSnapshot, Recommendation, SyncState
 from mappings.actions import METERS
@@ -260,7 +261,7 @@ def write_snapshot(doc: dict[str, Any], path: Path) -> Path:
     A crash or a full disk leaves the previous file intact.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

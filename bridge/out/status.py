@@ -169,7 +169,7 @@ def collect_status(settings: Settings, store: Store, now: datetime | None = None
                 "records": readings.get(name, 0) + events.get(name, 0),
                 "next_run": iso(due) if due else ("next cycle" if cfg.enabled else None),
                 "action_needed": auth_command(name)
-                if state and state.status == "reauth_required"
+                if state and state.status in ("reauth_required", "not_connected")
                 else None,
             }
         )

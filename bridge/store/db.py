@@ -14,6 +14,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, SQLModel
 
 from bridge.errors import StoreError
+from bridge.files import private_file
 from bridge.store import models
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -49,7 +50,9 @@ def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         path = url.split("///", 1)[1] if "///" in url else ""
         if path and path != ":memory:":
-            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            # Created 0600 before SQLite opens it: SQLite gives its -wal and -shm files
+            # the database file's mode.
+            private_file(Path(path).expanduser())
         kwargs["connect_args"] = {"timeout": 30}
     engine = create_engine(url, **kwargs)
     if engine.dialect.name == "sqlite":

@@ -1,4 +1,4 @@
-"""A live source that needs re-auth never stops a cycle or the other sources."""
+"""A live source that needs (re-)auth never stops a cycle or the other sources."""
 
 from __future__ import annotations
 
@@ -31,12 +31,15 @@ def test_reauth_required_source_is_skipped_while_the_others_run(tmp_path: Path) 
             first = run_cycle(settings, store, DEMO_NOW)
             outcomes = {o.source: o for o in first.synced}
             assert outcomes["ics"].status == "ok" and outcomes["ics"].records > 0
-            assert outcomes["whoop"].status == "reauth_required"
-            assert "rhythm-bridge auth whoop" in (outcomes["whoop"].error or "")
+            # Never connected: nothing expired, so it says how to connect, not "re-auth".
+            assert outcomes["whoop"].status == "not_connected"
+            assert (
+                outcomes["whoop"].line() == "whoop: not connected: run `rhythm-bridge auth whoop`"
+            )
             assert first.recommendation is not None
             later = run_cycle(settings, store, DEMO_NOW + timedelta(hours=2))
         assert {o.source for o in later.synced} == {"ics"}  # whoop waits for the person
         state = get_state(store, "whoop")
-        assert state is not None and state.status == "reauth_required"
+        assert state is not None and state.status == "not_connected" and state.last_error is None
     finally:
         store.dispose()

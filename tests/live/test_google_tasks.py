@@ -309,3 +309,18 @@ def test_a_due_date_is_the_day_google_shows_in_any_zone():
         # Due until the end of the 25th where the person is, never the 24th or 26th.
         assert due.astimezone(tz) == datetime(2026, 11, 26, tzinfo=tz)
         assert (due - timedelta(seconds=1)).astimezone(tz).day == 25
+
+
+def test_google_tasks_feed_progress_end_to_end(monkeypatch, secrets, tstore, tsettings, ctx):
+    from bridge.cycle.meters import recompute_meters
+    from tests.helpers import meter_snapshot
+
+    _full(monkeypatch, secrets, tstore, tsettings, ctx)
+    recompute_meters(tstore, tsettings, NOW)
+    snap = meter_snapshot(tstore, NOW.date(), 0)
+    progress = json.loads(snap.provenance)["progress"]
+    inputs = {i["name"]: i for i in progress["inputs"]}
+    # Only tasks are known: Progress comes from them alone.
+    assert snap.progress is not None
+    assert inputs["tasks_today"]["tasks"]["due_today"] == ["Write quarterly report"]
+    assert inputs["tasks_week"]["value"] == 1  # the gym session ticked off yesterday
