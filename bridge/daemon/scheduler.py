@@ -224,7 +224,9 @@ def _run_daemon(settings: Settings, store: Store) -> None:
         )
         sd_notify("STOPPING=1")
         tracker.stop.set()
-        scheduler.shutdown(wait=False)
+        # Not from the handler itself: the signal can land while this (main) thread holds
+        # the job pool's lock in submit(), and shutdown() would wait on it forever.
+        threading.Thread(target=scheduler.shutdown, kwargs={"wait": False}, name="stop").start()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
