@@ -297,7 +297,7 @@ def read_stream(
     seen_data = False
     item_prefix = "data.metrics.item.data.item"
     workout_prefix = "data.workouts.item"
-    events = ijson.parse(body, use_float=True)
+    events = bounded_depth(ijson.parse(body, use_float=True))
     has_data = False
     flat: dict[str, Any] | None = None  # a metric item being read (flat: key -> scalar)
     key = ""
@@ -383,6 +383,24 @@ def read_stream(
         raise InputError(f"not valid JSON ({str(err).splitlines()[0][:120]})") from None
     if not has_data:
         raise InputError('not Health Auto Export JSON: expected {"data": {"metrics": [...]}}')
+
+
+# Real pushes nest five levels deep. ijson names every event by its whole path, so a
+# body of 100,000 opening brackets costs O(depth²): gigabytes from 200 KB.
+MAX_DEPTH = 64
+
+
+def bounded_depth(events: Iterator[tuple[str, str, Any]]) -> Iterator[tuple[str, str, Any]]:
+    """ijson's parse events, refused past MAX_DEPTH levels of nesting."""
+    depth = 0
+    for prefix, event, value in events:
+        if event == "start_map" or event == "start_array":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InputError(f"JSON nested deeper than {MAX_DEPTH} levels; refused")
+        elif event == "end_map" or event == "end_array":
+            depth -= 1
+        yield prefix, event, value
 
 
 class JsonBuilder:

@@ -25,8 +25,6 @@ from tests.conftest import BERLIN
 from tests.helpers import write_config
 from tests.test_windows import BUSY_WEEK, ICS, at, overlaps
 
-PORT = 56311  # this range on the shared machine
-
 
 @pytest.fixture
 def week(store):
@@ -84,7 +82,7 @@ def test_the_feed_serves_accepted_and_proposed_windows_to_a_calendar_client(
     _, _, proposal = answer(week, settings, moved.id, "reschedule", at(2026, 11, 24, 5, 6))
     token = ensure_feed_token(settings)
     clock = lambda: at(2026, 11, 24, 5, 10)  # noqa: E731
-    with BackgroundServer(settings, week, host="127.0.0.1", port=PORT, clock=clock) as srv:
+    with BackgroundServer(settings, week, host="127.0.0.1", port=0, clock=clock) as srv:
         url = f"{srv.url}/calendar/{token}.ics"
         first = fetch(url)
         assert first.status_code == 200

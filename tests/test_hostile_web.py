@@ -7,17 +7,22 @@ where it was, not grow by the body's size.
 
 from __future__ import annotations
 
+import json
 import re
 
 import httpx
 import pytest
+from sqlalchemy import select
 from starlette.testclient import TestClient
 
-from bridge.store.models import ClassifierCorrection, Feedback
+from bridge.store.models import ClassifierCorrection, Feedback, Reading
 from bridge.web.app import create_app
 from tests.conftest import DEMO_NOW
 from tests.helpers import write_config
+from tests.test_push import push_settings, server  # noqa: F401  (fixtures)
 from tests.test_web_server import start, stop, wait_for
+
+push_server = server  # the push endpoint on a real server on 127.0.0.1 (tests/test_push.py)
 
 CAP = 64 * 1024  # the default web.max_body_kb
 JSON, FORM, MULTIPART = (
@@ -130,3 +135,66 @@ def test_a_256_mb_body_leaves_the_real_server_as_big_as_it_was(tmp_path):
     assert status == 413
     assert healthy == 200
     assert after - before < 32 * 1024, f"peak RSS grew by {(after - before) // 1024} MB"
+
+
+# --- the push endpoint: hostile bodies past its own (larger) cap -------------------------
+
+ESC_NAME = "Watch\x1b]0;pwned\x07\x1b[2J\u009b31m"
+PUSH_CASES = {
+    # name -> (data points of one heart_rate metric, status, stored)
+    "year-1": ([{"date": "0001-01-01 00:00:00 +0100", "qty": 60}], 200, 1),
+    "year-9999": ([{"date": "9999-12-31 23:59:00 -0500", "qty": 60}], 200, 1),
+    "year-10000": ([{"date": "10000-01-01 00:00:00 +0000", "qty": 60}], 200, 1),
+    "escape-in-source": (
+        [{"date": "2026-11-18 07:05:00 +0100", "qty": 60, "source": ESC_NAME}],
+        200,
+        2,
+    ),
+    "huge-source": (
+        [{"date": "2026-11-18 07:05:00 +0100", "qty": 60, "source": "W" * 1_500_000}],
+        200,
+        2,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(PUSH_CASES))
+def test_hostile_pushes_skip_or_clean_and_keep_the_good(push_server, store, case):
+    from tests.test_push import payload, post
+
+    url, token = push_server
+    points, status, stored = PUSH_CASES[case]
+    good = {"date": "2026-11-18 07:00:00 +0100", "qty": 61, "source": "Watch"}
+    body = json.dumps(payload("heart_rate", "count/min", [good, *points])).encode()
+    answer = post(url, "/api/push/health-auto-export", body, token)
+    assert answer.status_code == status, answer.text
+    doc = answer.json()
+    assert doc["stored"] == stored, doc
+    with store.session() as s:
+        origins = [o for (o,) in s.execute(select(Reading.origin)).all()]
+    assert len(origins) == stored
+    assert all(o.isprintable() and len(o) <= 200 for o in origins), origins
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (b'{"data": {"metrics": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}", 400),  # nesting
+        (b'{"data": {"metrics": [{"name": "\x1b[2J' + b"x" * 100 + b'", "data": 3}]}}', 400),
+        (b'{"data": {"metrics": [{"name": "\\u001b]0;pwned\\u0007", "data": 3}]}}', 400),
+    ],
+    ids=["deep-nesting", "raw-escape-in-json", "escaped-escape-in-name"],
+)
+def test_hostile_push_errors_are_one_printable_line(push_server, store, body, status):
+    from tests.test_push import post
+
+    url, token = push_server
+    answer = post(url, "/api/push/health-auto-export", body, token)
+    # Nesting must be refused (it used to take gigabytes); the others may be refused or,
+    # being unknown metrics, ignored, but an error must be one printable line.
+    allowed = (status,) if b"[[[" in body else (status, 200)
+    assert answer.status_code in allowed, answer.text[:200]
+    if answer.status_code != 200:
+        error = answer.json()["error"]
+        assert error and error.isprintable(), repr(error)
+    assert store.count(Reading) == 0
