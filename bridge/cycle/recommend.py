@@ -250,11 +250,17 @@ def recommend(
         "window_reason": plan.reason,
         "created_at": utcnow(),
     }
+    return _store_recommendation(store, row)
+
+
+def _store_recommendation(store: Store, row: dict[str, Any]) -> Recommendation:
+    """Store one slot's recommendation (the first one made for the slot stays) and return it."""
     with store.transaction() as session:
         upsert(session, Recommendation, [row], keys=("local_date", "slot"))
         return session.execute(
             select(Recommendation).where(
-                Recommendation.local_date == key.local_date, Recommendation.slot == key.slot
+                Recommendation.local_date == row["local_date"],
+                Recommendation.slot == row["slot"],
             )
         ).scalar_one()
 
@@ -340,11 +346,5 @@ def reschedule(
             "rescheduled_from": rec_id,
             "created_at": utcnow(),
         }
-        with store.transaction() as session:
-            upsert(session, Recommendation, [row], keys=("local_date", "slot"))
-            return session.execute(
-                select(Recommendation).where(
-                    Recommendation.local_date == key.local_date, Recommendation.slot == key.slot
-                )
-            ).scalar_one()
+        return _store_recommendation(store, row)
     return None
