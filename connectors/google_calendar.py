@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import partial
 from typing import Any
@@ -109,18 +111,29 @@ def http_client(settings: Settings) -> Any:
     )
 
 
-def build_service(settings: Settings, http: Any) -> Any:
-    """The calendar v3 client from the discovery document bundled in the wheel (no network)."""
+@contextmanager
+def google_service(
+    settings: Settings, secrets: Secrets, api: str, version: str, endpoint: str, http: Any = None
+) -> Iterator[Any]:
+    """A client of a Google API on the stored credentials, built from the discovery document
+    bundled in the wheel (no network); an access token refreshed meanwhile is kept for the
+    next run once the pull succeeded."""
+    from google_auth_httplib2 import AuthorizedHttp
     from googleapiclient.discovery import build
 
-    return build(
-        "calendar",
-        "v3",
-        http=http,
+    creds = load_credentials(settings, secrets)
+    token_before = creds.token
+    base = http if http is not None else http_client(settings)
+    yield build(
+        api,
+        version,
+        http=AuthorizedHttp(creds, http=base),
         cache_discovery=False,
         static_discovery=True,
-        client_options={"api_endpoint": settings.sources.google_calendar.api_base_url},
+        client_options={"api_endpoint": endpoint},
     )
+    if creds.token != token_before:
+        save_credentials(secrets, creds)
 
 
 def execute(
@@ -314,28 +327,21 @@ def pull(
     http: Any = None,
 ) -> PullResult:
     """Sync every configured calendar (incrementally when it has a sync token)."""
-    from google_auth_httplib2 import AuthorizedHttp
-
     cfg = settings.sources.google_calendar
     policy = RetryPolicy.from_settings(settings)
-    creds = load_credentials(settings, secrets)
-    token_before = creds.token
-    base = http if http is not None else http_client(settings)
-    service = build_service(settings, AuthorizedHttp(creds, http=base))
     time_min = since or (ctx.now - timedelta(days=ctx.past_days))
     result = PullResult()
-    for calendar_id in cfg.calendars:
-        try:
-            _sync_calendar(
-                service, calendar_id, cursors, since, time_min, ctx, policy, progress, result
-            )
-        except (AuthExpired, RateLimited, Transient):
-            raise  # the whole source is affected
-        except SourceError as err:
-            # One bad calendar id must not stop the others; the error is still reported.
-            result.errors.append(str(err))
-    if creds.token != token_before:
-        save_credentials(secrets, creds)  # keep the refreshed access token for the next run
+    with google_service(settings, secrets, "calendar", "v3", cfg.api_base_url, http) as service:
+        for calendar_id in cfg.calendars:
+            try:
+                _sync_calendar(
+                    service, calendar_id, cursors, since, time_min, ctx, policy, progress, result
+                )
+            except (AuthExpired, RateLimited, Transient):
+                raise  # the whole source is affected
+            except SourceError as err:
+                # One bad calendar id must not stop the others; the error is still reported.
+                result.errors.append(str(err))
     return result
 
 

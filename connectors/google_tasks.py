@@ -28,7 +28,7 @@ from bridge.auth.secrets import Secrets, quiet_secret_loggers
 from bridge.config import Settings
 from bridge.errors import AuthExpired, NotConnected, RateLimited, SourceError, Transient
 from connectors.base import ReadContext, Skipped, TaskRecord, TaskScope
-from connectors.google_calendar import execute, http_client, load_credentials, save_credentials
+from connectors.google_calendar import execute, google_service
 from connectors.http import RETRY_NEXT_SYNC, RetryPolicy
 from connectors.live import (
     MALFORMED,
@@ -59,20 +59,6 @@ def has_tasks_scope(info: dict[str, Any] | None) -> bool:
     if isinstance(scopes, str):
         scopes = scopes.split()
     return SCOPE in scopes or "https://www.googleapis.com/auth/tasks" in scopes
-
-
-def build_service(settings: Settings, http: Any) -> Any:
-    """The tasks v1 client from the discovery document bundled in the wheel (no network)."""
-    from googleapiclient.discovery import build
-
-    return build(
-        "tasks",
-        "v1",
-        http=http,
-        cache_discovery=False,
-        static_discovery=True,
-        client_options={"api_endpoint": settings.sources.google_tasks.api_base_url},
-    )
 
 
 def due_instant(text: str, ctx: ReadContext) -> datetime:
@@ -148,8 +134,6 @@ def pull(
     http: Any = None,
 ) -> PullResult:
     """Sync every task list (or the configured ones)."""
-    from google_auth_httplib2 import AuthorizedHttp
-
     from connectors.google_calendar import TOKEN_SECRET
 
     cfg = settings.sources.google_tasks
@@ -158,37 +142,32 @@ def pull(
             raise NotConnected(SOURCE)
         raise AuthExpired(SOURCE, f"the Google authorization covers Calendar only; {ADD_TASKS}")
     policy = RetryPolicy.from_settings(settings)
-    creds = load_credentials(settings, secrets)
-    token_before = creds.token
-    base = http if http is not None else http_client(settings)
-    service = build_service(settings, AuthorizedHttp(creds, http=base))
-    result = PullResult()
-    known = {part for (stream, part), cursor in cursors.items() if stream == STREAM and cursor}
-    if cfg.lists:
-        lists = list(cfg.lists)
-    else:
-        found = _pages(
-            service.tasklists().list,
-            {"maxResults": PAGE_SIZE},
-            policy,
-            "google tasklists",
-            "the task lists were not found",
-        )
-        lists = [x["id"] for x in found if isinstance(x, dict) and isinstance(x.get("id"), str)]
-        for gone in sorted(known - set(lists)):
-            # Deleted in Google Tasks: its tasks are gone too, and so is its cursor.
-            log.info("%s: task list %s no longer exists; its tasks are deleted", SOURCE, gone)
-            result.records.append(TaskScope(gone))
-            result.cursors[(STREAM, gone)] = None
-    for list_id in lists:
-        try:
-            _sync_list(service, list_id, cursors, since, ctx, policy, progress, result)
-        except (AuthExpired, RateLimited, Transient):
-            raise
-        except SourceError as err:
-            result.errors.append(str(err))  # one vanished list does not stop the others
-    if creds.token != token_before:
-        save_credentials(secrets, creds)
+    with google_service(settings, secrets, "tasks", "v1", cfg.api_base_url, http) as service:
+        result = PullResult()
+        known = {part for (stream, part), cursor in cursors.items() if stream == STREAM and cursor}
+        if cfg.lists:
+            lists = list(cfg.lists)
+        else:
+            found = _pages(
+                service.tasklists().list,
+                {"maxResults": PAGE_SIZE},
+                policy,
+                "google tasklists",
+                "the task lists were not found",
+            )
+            lists = [x["id"] for x in found if isinstance(x, dict) and isinstance(x.get("id"), str)]
+            for gone in sorted(known - set(lists)):
+                # Deleted in Google Tasks: its tasks are gone too, and so is its cursor.
+                log.info("%s: task list %s no longer exists; its tasks are deleted", SOURCE, gone)
+                result.records.append(TaskScope(gone))
+                result.cursors[(STREAM, gone)] = None
+        for list_id in lists:
+            try:
+                _sync_list(service, list_id, cursors, since, ctx, policy, progress, result)
+            except (AuthExpired, RateLimited, Transient):
+                raise
+            except SourceError as err:
+                result.errors.append(str(err))  # one vanished list does not stop the others
     return result
 
 
