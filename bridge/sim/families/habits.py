@@ -31,21 +31,22 @@ Vitality and Cognition by up to ~0.2.
 
 How S, M and W act (the directions of bridge/sim/family.py):
 - S (social). Answers: SOCIALIZE gains value with S by a personal strength k_S
-  (0.4-0.8) x (2S - 1), FAMILY_TIME half as much, and ME_TIME loses 0.6 of it. Meters: SOCIALIZE moves
-  Vitality by about +-0.09 x (2S - 1) and Serenity by +-0.05 x (2S - 1); FAMILY_TIME moves
-  Vitality by +-0.05 x (2S - 1); ME_TIME restores Vitality and Serenity more the lower S
-  is (up to +0.08) and costs a little for S near 1.
+  (0.4-0.8) x (2S - 1), FAMILY_TIME half as much, and ME_TIME loses 0.6 of it.
+  Meters: SOCIALIZE moves Vitality by about +-0.09 x (2S - 1) and Serenity by
+  +-0.05 x (2S - 1); FAMILY_TIME moves Vitality by +-0.05 x (2S - 1); ME_TIME restores
+  Vitality and Serenity more the lower S is (up to +0.08) and costs a little for S near 1.
 - M (morning). With fit = (2M - 1) x c(slot), c = (1, 0.3, -0.6, -1) for morning,
   afternoon, evening, night: DEEP_WORK, LEARN and EXERCISE gain value by a personal
   strength k_M (0.4-0.8) times fit (welcome in the morning for M near 1, late for M near
   0), and SLEEP in the night slot gains 0.6 k_M (2M - 1) (a late person is still up at
-  22:00, a morning person wants to be asleep). Meters:
-  DEEP_WORK's Progress is multiplied by 1 + 0.5 fit and its Cognition cost shrinks with
-  fit; LEARN's Cognition and Progress rise with fit; EXERCISE's Vitality gain rises by
-  0.04 fit.
+  22:00, a morning person wants to be asleep). Meters: DEEP_WORK's Progress is
+  multiplied by 1 + 0.5 fit and its Cognition cost shrinks with fit; LEARN's Cognition
+  and Progress rise with fit; EXERCISE's Vitality gain rises by 0.04 fit.
 - W (work). Answers: DEEP_WORK gains value by a personal strength k_W (0.4-0.8) times
-  (2W - 1), ADMIN_WORK 0.6 of it. Meters: DEEP_WORK moves Vitality by 0.07 x (2W - 1) and Serenity by
-  0.04 x (2W - 1) (a drain for W near 0, a lift for W near 1); ADMIN_WORK about half.
+  (2W - 1), ADMIN_WORK 0.6 of it. Meters: DEEP_WORK moves Vitality by 0.07 x (2W - 1)
+  and Serenity by 0.04 x (2W - 1) (a drain for W near 0, a lift for W near 1);
+  ADMIN_WORK about half.
+The meter terms of each axis are scaled by a personal factor of 0.75-1.25.
 
 Answering. Each person has an answering style: prompt (answer before the next
 recommendation), rare (never answers 30-70 % of the time: delay None), late (most answers
