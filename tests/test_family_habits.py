@@ -170,6 +170,8 @@ def test_morning_axis_shows_in_answers_and_in_focused_work() -> None:
         morning, _, evening, _ = _answers_at_ease(p)
         focus.append(np.mean([morning[a] - evening[a] for a in (DEEP, LEARN, EXERCISE)]))
     assert corr(m, focus) > 0.5
+    night_sleep = [_answers_at_ease(p)[3][SLEEP] for p in PEOPLE]
+    assert corr(m, night_sleep) > 0.3  # a morning person takes the night's sleep
     progress = []
     for i in range(150):
         mornings = _forced_change(FAMILY.person("train", i), DEEP, [0, 4, 8, 12], P)
