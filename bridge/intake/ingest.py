@@ -348,7 +348,9 @@ class Revisions:
             chunk = names[i : i + 500]
             rows = conn.execute(
                 select(*cols, *instants, table.c.revision).where(
-                    table.c.source == source, table.c.revision.in_(chunk)
+                    table.c.source == source,
+                    table.c.revision != "",  # lets the planner use the partial index
+                    table.c.revision.in_(chunk),
                 )
             )
             for rid, metric, origin, label, start, end, revision in rows:
