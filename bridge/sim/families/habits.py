@@ -149,9 +149,9 @@ EFFECT = np.array(
         [0.01, -0.03, -0.01, 0.02, 0.0],  # BINGE_WATCH
     ]
 )
-NIGHT_SLEEP = np.array([0.16, 0.12, 0.0, 0.03, 0.0])
+NIGHT_SLEEP = np.array([0.16, 0.14, 0.0, 0.03, 0.0])
 # Every slot awake costs a little; a night awake costs more.
-PASSIVE_DAY = np.array([-0.03, -0.015, -0.012, -0.025, -0.012])
+PASSIVE_DAY = np.array([-0.03, -0.008, -0.012, -0.025, -0.012])
 PASSIVE_NIGHT_AWAKE = np.array([-0.06, -0.05, 0.0, -0.02, 0.0])
 
 # Light calendars: what a weekly commitment or a one-off event is, by slot.
