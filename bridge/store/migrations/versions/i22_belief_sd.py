@@ -1,14 +1,14 @@
 """how sure the runner is of its belief: recommendations.belief_sd
 
 Revision ID: i22_belief_sd
-Revises: i26_revisions
+Revises: i18_revision_index
 """
 from alembic import op
 import sqlalchemy as sa
 
 
 revision = 'i22_belief_sd'
-down_revision = 'i26_revisions'
+down_revision = 'i18_revision_index'
 branch_labels = None
 depends_on = None
 
