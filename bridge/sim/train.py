@@ -153,7 +153,9 @@ def fit(data: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], float, floa
             coef = np.linalg.solve(Xm.T @ Xm + 1e-3 * np.eye(Xm.shape[1]), Xm.T @ ym)
             delta_w[a, :, :, m] = coef.reshape(N_DCTX, N_PROF)
             resid = ym - Xm @ coef
-            delta_sd[a, m] = max(float(resid.std()), 0.01)
+            # A tiny training run may have no usable change for an action: a wide spread
+            # then says "no evidence" instead of a warning.
+            delta_sd[a, m] = max(float(resid.std()), 0.01) if len(resid) > 1 else 0.1
             sq.append(resid**2)
     arrays = {"accept_w": accept_w, "delta_w": delta_w, "delta_sd": delta_sd}
     return arrays, float(np.concatenate(losses).mean()), float(np.sqrt(np.concatenate(sq).mean()))
