@@ -446,12 +446,36 @@ def recommend(
         else:
             typer.echo(f"{rec['action']} — {rec['rationale']} [{rec['runner']}]")
         return
+    from bridge.cycle.recommend import NoWindow
     from bridge.cycle.recommend import recommend as make
-    from bridge.out.snapshot import answer_of, recommendation_document
+    from bridge.out.snapshot import answer_of, no_window_document, recommendation_document
 
     settings = current_settings()
     store = current_store()
-    rec = make(store, settings, datetime.now(UTC))
+    now = datetime.now(UTC)
+    rec = make(store, settings, now)
+    if isinstance(rec, NoWindow):
+        gap = no_window_document(store, settings, now)
+        if as_json:
+            # The keys a reader of the recommendation looks at, null; and why.
+            print_json(
+                {
+                    "id": None,
+                    "action": None,
+                    "window": None,
+                    "window_reason": rec.reason,
+                    "no_window": gap,
+                }
+            )
+        else:
+            nxt = (gap or {}).get("next_window")
+            typer.echo(f"nothing recommended: {rec.reason}")
+            typer.echo(
+                f"next free window: {nxt['start']} to {nxt['end']}"
+                if nxt
+                else "next free window: none in the calendar for the next days"
+            )
+        return
     # The slot's recommendation may already be answered: show the answer, as the page does.
     doc = recommendation_document(rec, answer_of(store, rec.id), settings.tz)
     if as_json:

@@ -21,7 +21,7 @@ from typing import Any
 from bridge.config import Settings
 from bridge.cycle.classify import classify_events
 from bridge.cycle.meters import recompute_meters
-from bridge.cycle.recommend import recommend
+from bridge.cycle.recommend import NoWindow, recommend
 from bridge.cycle.tasks import classify_tasks
 from bridge.errors import BridgeError, Cancelled
 from bridge.files import private_dir
@@ -76,11 +76,16 @@ def answer_implicitly(store: Store, settings: Settings, now: datetime) -> dict[s
     return {"accepted": found.accepted, "rescheduled": found.rescheduled, "expired": found.expired}
 
 
-def announce(store: Store, settings: Settings, rec: Recommendation, now: datetime) -> dict:
-    """Notify about the recommendation once per channel; a failing notifier never stops a cycle."""
-    from bridge.out.notify import notify_recommendation
+def announce(
+    store: Store, settings: Settings, rec: Recommendation | NoWindow, now: datetime
+) -> dict:
+    """Notify about the recommendation (or that the calendar leaves no window) once per
+    channel; a failing notifier never stops a cycle."""
+    from bridge.out.notify import notify_no_window, notify_recommendation
 
     try:
+        if isinstance(rec, NoWindow):
+            return notify_no_window(store, settings, now)
         return notify_recommendation(store, settings, rec, now)
     except Exception:
         log.exception("notifications crashed; the cycle goes on")
@@ -126,7 +131,14 @@ def run_cycle(
         report.slots = recompute_meters(store, settings, now, progress=progress)
         boundary()
         rec = recommend(store, settings, now)
-        report.recommendation = {"id": rec.id, "action": rec.action, "rationale": rec.rationale}
+        if isinstance(rec, NoWindow):
+            report.recommendation = {"id": None, "action": None, "no_window": rec.reason}
+        else:
+            report.recommendation = {
+                "id": rec.id,
+                "action": rec.action,
+                "rationale": rec.rationale,
+            }
         boundary()
         report.implicit = answer_implicitly(store, settings, now)
         boundary()
@@ -142,7 +154,7 @@ def run_cycle(
         len(report.synced),
         report.classified,
         report.slots,
-        rec.action,
+        rec.action or "none (no window)",
         report.seconds,
     )
     return report

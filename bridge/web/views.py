@@ -12,6 +12,7 @@ from bridge.out.snapshot import (
     answered_document,
     current_recommendation,
     events_of_day,
+    no_window_document,
     recommendation_document,
     slot_documents,
 )
@@ -46,6 +47,11 @@ def meters(store: Store, settings: Settings, now: datetime, days: int = TREND_DA
 def recommendation(store: Store, settings: Settings, now: datetime) -> dict[str, Any] | None:
     """The recommendation the page's buttons answer (see current_recommendation)."""
     return current_recommendation(store, settings, now)
+
+
+def no_window(store: Store, settings: Settings, now: datetime) -> dict[str, Any] | None:
+    """Why nothing is recommended, when the calendar leaves no window in the look-ahead."""
+    return no_window_document(store, settings, now)
 
 
 def interaction_history(
