@@ -119,9 +119,10 @@ def run(
         for outcome in report.synced:
             typer.echo(outcome.line())
         rec = report.recommendation or {}
+        what = rec.get("action") or f"none ({rec.get('no_window')})"
         typer.echo(
             f"cycle done in {report.seconds:.1f}s: {report.classified} events classified, "
-            f"{report.slots} slots computed, recommendation {rec.get('action')}; "
+            f"{report.slots} slots computed, recommendation {what}; "
             f"snapshot {report.snapshot}"
         )
         from bridge.out.mqtt.link import publish_once
