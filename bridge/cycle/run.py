@@ -41,6 +41,7 @@ class CycleReport:
     recommendation: dict[str, Any] | None = None
     implicit: dict[str, list[int]] = field(default_factory=dict)
     notified: dict[str, str] = field(default_factory=dict)
+    google_write: dict[str, Any] = field(default_factory=dict)
     snapshot: str | None = None
     seconds: float = 0.0
 
@@ -90,6 +91,19 @@ def announce(
     except Exception:
         log.exception("notifications crashed; the cycle goes on")
         return {}
+
+
+def write_to_google(store: Store, settings: Settings, now: datetime) -> dict[str, Any]:
+    """The opt-in write-back of answered suggestions; it never stops a cycle."""
+    if not settings.google_write.enabled:
+        return {}
+    from bridge.out.google_write import push
+
+    try:
+        return push(store, settings, now).as_dict()
+    except Exception:
+        log.exception("google_write crashed; the cycle goes on")
+        return {"status": "error"}
 
 
 def run_cycle(
@@ -143,6 +157,8 @@ def run_cycle(
         report.implicit = answer_implicitly(store, settings, now)
         boundary()
         report.notified = announce(store, settings, rec, now)
+        boundary()
+        report.google_write = write_to_google(store, settings, now)
         boundary()
         doc = build_snapshot(store, settings, now)
         report.snapshot = str(write_snapshot(doc, settings.export_path))
