@@ -149,7 +149,7 @@ def google_service(
     finally:
         if http is None:
             # httplib2 keeps its connections open for reuse; a daemon must not leak them.
-            for conn in list(base.connections.values()):
+            for conn in list(getattr(base, "connections", {}).values()):
                 conn.close()
     if creds.token != token_before:
         save_credentials(secrets, creds, token_secret)

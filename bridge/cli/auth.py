@@ -28,6 +28,15 @@ ModeOpt = Annotated[
 ]
 
 
+NoBrowserOpt = Annotated[
+    bool, typer.Option("--no-browser", help="Loopback mode: print the URL, do not open it.")
+]
+ClientSecretsOpt = Annotated[
+    str | None,
+    typer.Option("--client-secrets", help="OAuth client JSON (default: from the config)."),
+]
+
+
 def _prompter():  # -> Prompter (imported lazily to keep --help fast)
     from bridge.intake.connect import Prompter
 
@@ -63,13 +72,8 @@ def _done(section: str, message: str) -> None:
 @auth_app.command("google")
 def google(
     mode: ModeOpt = "auto",
-    no_browser: Annotated[
-        bool, typer.Option("--no-browser", help="Loopback mode: print the URL, do not open it.")
-    ] = False,
-    client_secrets: Annotated[
-        str | None,
-        typer.Option("--client-secrets", help="OAuth client JSON (default: from the config)."),
-    ] = None,
+    no_browser: NoBrowserOpt = False,
+    client_secrets: ClientSecretsOpt = None,
     tasks: Annotated[
         bool | None,
         typer.Option(
@@ -111,13 +115,8 @@ auth_app.command("google_calendar", hidden=True)(google)
 @auth_app.command("google-write")
 def google_write(
     mode: ModeOpt = "auto",
-    no_browser: Annotated[
-        bool, typer.Option("--no-browser", help="Loopback mode: print the URL, do not open it.")
-    ] = False,
-    client_secrets: Annotated[
-        str | None,
-        typer.Option("--client-secrets", help="OAuth client JSON (default: from the config)."),
-    ] = None,
+    no_browser: NoBrowserOpt = False,
+    client_secrets: ClientSecretsOpt = None,
     revoke: Annotated[
         bool,
         typer.Option("--revoke", help="Withdraw the write permission and delete its token."),
