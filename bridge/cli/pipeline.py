@@ -160,11 +160,13 @@ def import_(
     if kind == "ics" and path.lower().startswith(("http://", "https://", "webcal://")):
         summary = import_feed(current_store(), path, ctx, force=force)
     else:
+        # The database is opened (and brought to the newest schema) before the bar shows:
+        # a Ctrl-C the person gives while watching the bar then lands in the import, which
+        # is one transaction, never in a migration.
+        store = current_store()
         try:
             with records_progress(f"importing {Path(path).name}") as progress:
-                summary = import_file(
-                    current_store(), kind, Path(path), ctx, force=force, progress=progress
-                )
+                summary = import_file(store, kind, Path(path), ctx, force=force, progress=progress)
         except KeyboardInterrupt:
             # The import is one transaction: Ctrl-C rolled all of it back.
             typer.echo("interrupted; nothing from this file was stored", err=True)
