@@ -18,7 +18,7 @@ A = {name: i for i, name in enumerate(ACTIONS)}
 V, C, P = (METERS.index(m) for m in ("vitality", "cognition", "progress"))
 FOCUSED = [A["DEEP_WORK"], A["LEARN"], A["EXERCISE"]]
 NEED = np.array([DEFAULT_MIN_MINUTES[a] for a in ACTIONS])
-PEOPLE = 160
+PEOPLE = 120
 SLOTS = 112
 
 

@@ -28,8 +28,9 @@ a little noise).
 Meters: homeostatic and saturating. Each action has a typical effect (a few hundredths to
 about 0.2 per slot); gains shrink as a meter nears 1 and losses as it nears 0; every slot
 each meter relaxes toward a personal set point; the effect is scaled by multiplicative
-noise (plus a trace of additive noise). Effort while tired costs extra Vitality and
-Cognition; a night slot spent awake costs Vitality, more for a morning person.
+log-normal noise (mean 1, never flipping its sign; plus a trace of additive noise).
+Effort while tired costs extra Vitality and Cognition; a night slot spent awake costs
+Vitality, more for a morning person.
 
 How the axes act (the meaning of bridge.sim.family holds in direction):
 - S (social): SOCIALIZE changes Vitality by about -0.11 (S=0) to +0.09 (S=1) and Serenity
@@ -39,7 +40,8 @@ How the axes act (the meaning of bridge.sim.family holds in direction):
 - M (morning): sets the person's peak slot (M=1 the morning, M=0 the evening). Focused
   actions (DEEP_WORK, LEARN, EXERCISE, a little ADMIN_WORK) are more welcome near the
   peak and pay off better there (Cognition, Progress, Vitality). The night slot costs a
-  morning person more Vitality and makes them less willing to do anything but sleep.
+  morning person more Vitality and makes them less willing to do anything but sleep; a
+  night owl often turns down SLEEP at the start of the night and takes some quiet time.
 - W (work): DEEP_WORK changes Vitality by about -0.13 (W=0) to +0.03 (W=1) and Serenity
   -0.08 to +0.02, ADMIN_WORK likewise but less; DEEP_WORK and ADMIN_WORK are more
   welcome with W, and a high-W person wants to work more when Progress is low.
@@ -62,6 +64,10 @@ An "ood" person always has one nuisance parameter outside its training range (se
 NUISANCE: harder fatigue, noisier answers or meters, more silence, stronger homeostasis)
 and, for most of them, one axis at an extreme (in [0, 0.07] or [0.93, 1]; that axis does
 not drift).
+
+Measured (200 "in" / "ood" people x 112 recommendations, slots without room skipped): a
+random recommender is accepted 0.19 / 0.20 of the time, the action best for the population
+in each slot (no person known) 0.52 / 0.50, an oracle reading `accept_probabilities` 0.73.
 """
 
 from __future__ import annotations
@@ -125,16 +131,16 @@ def _taste_rows(cs: float, cm: float, cw: float, al: np.ndarray) -> np.ndarray:
     for slot in range(4):
         a = al[slot]
         row = out[slot]
-        row[DEEP] = 0.35 + 0.30 * cw + 0.25 * a
-        row[ADMIN] = 0.38 + 0.18 * cw + 0.08 * a
-        row[LEARN] = 0.30 + 0.08 * cw + 0.22 * a
-        row[EXERCISE] = 0.28 + 0.22 * a + 0.05 * cs
-        row[MEDITATE] = 0.32
-        row[KIN] = 0.32 + 0.14 * cs
-        row[SOCIAL] = 0.22 + 0.34 * cs
-        row[ME_TIME] = 0.34 - 0.22 * cs
+        row[DEEP] = 0.28 + 0.34 * cw + 0.24 * a
+        row[ADMIN] = 0.26 + 0.20 * cw + 0.06 * a
+        row[LEARN] = 0.22 + 0.10 * cw + 0.24 * a
+        row[EXERCISE] = 0.22 + 0.24 * a + 0.06 * cs
+        row[MEDITATE] = 0.22
+        row[KIN] = 0.22 + 0.22 * cs
+        row[SOCIAL] = 0.14 + 0.40 * cs
+        row[ME_TIME] = 0.30 - 0.30 * cs
         row[SLEEP] = -0.30
-        row[BINGE] = 0.18
+        row[BINGE] = 0.14
         if slot == 0:
             row[[KIN, SOCIAL, BINGE]] -= 0.2
         elif slot == 2:
@@ -143,7 +149,7 @@ def _taste_rows(cs: float, cm: float, cw: float, al: np.ndarray) -> np.ndarray:
         elif slot == 3:
             row[:] -= 0.25 + 0.12 * cm  # late hours suit a morning person badly
             row[[MEDITATE, ME_TIME, BINGE]] += 0.1  # winding down
-            row[SLEEP] = 0.95
+            row[SLEEP] = 0.55 + 0.35 * cm  # a night owl is not ready for bed at ten
     return out
 
 
@@ -166,7 +172,7 @@ def _effect_rows(cs: float, cm: float, cw: float, al: np.ndarray) -> np.ndarray:
         e[ME_TIME] = (0.03 - 0.04 * cs, 0.01, 0.0, 0.04 - 0.04 * cs, -0.03)
         e[BINGE] = (0.01, -0.04, -0.02, 0.02, -0.01)
         if slot == 3:
-            e[SLEEP] = (0.20, 0.10, 0.0, 0.04, 0.0)
+            e[SLEEP] = (0.17, 0.10, 0.0, 0.04, 0.0)
             awake = np.arange(10) != SLEEP
             e[awake, V] -= 0.04 + 0.03 * cm  # a night up costs a morning person more
             e[awake, C] -= 0.03
@@ -430,10 +436,12 @@ class FatiguePerson:
         d = effects[slot, done] + (TIME_PASSING if done != SLEEP else 0.0)
         if effort[done] > 0:  # effort while tired costs extra
             d = d - (self.fatigue * effort[done]) * TIRED_COST
-        d = d * (1.0 + self.params["meter_noise"] * rng.standard_normal(5))
-        # Saturating: gains shrink toward 1, losses toward 0.
+        # Multiplicative, log-normal with mean 1: a big effect varies more, never flips sign.
+        eta = self.params["meter_noise"]
+        d = d * np.exp(eta * rng.standard_normal(5) - 0.5 * eta * eta)
+        # Saturating: gains shrink toward 1, losses toward 0 (full size from the middle on).
         room = np.where(d > 0, 1.0 - meters, meters)
-        after = meters + d * np.minimum(1.3, 2.0 * room)
+        after = meters + d * np.minimum(1.0, 2.0 * room)
         after += self.params["relax"] * (self.set_point - meters) + rng.normal(0.0, 0.004, 5)
         after = np.minimum(1.0, np.maximum(0.0, after))
         # State: fatigue, the nudges' memory, and the night's recovery.
@@ -471,7 +479,7 @@ class FatigueFamily:
             for k, (train_range, ood_range) in NUISANCE.items()
         }
         params.update(
-            threshold=float(rng.uniform(0.26, 0.44)),
+            threshold=float(rng.uniform(0.20, 0.38)),
             lapse=float(rng.uniform(0.04, 0.14)),
             recovery=float(rng.uniform(0.1, 0.35)),
             nudge_gain=float(rng.uniform(0.04, 0.12)),

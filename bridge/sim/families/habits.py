@@ -12,8 +12,10 @@ The recommendation also gets a personal trust bonus and, like the novel option, 
 for novelty (a per-person taste times how long ago the action was last done, saturating
 with a personal time constant). A scheduled calendar event is an extra alternative with a
 commitment bonus; an action the calendar has no room for is neither accepted (P = 0) nor
-done instead. Habits start from the person's tastes, grow with each repetition and weaken
-each time the slot goes to something else, so a person can drift into new routines.
+done instead. Habits start from the person's tastes (one action per kind of slot, drawn
+by a softmax over its values, with a strength of 0.4-0.9), grow with each repetition and
+weaken each time the slot goes to something else, so a person can drift into new
+routines, and a recommender that keeps suggesting the same thing can build one.
 Declining is therefore relative: the same suggestion wins against a weak habit and
 loses against a strong one, and after a refusal the person did their habit or the novel
 thing (drawn in `advance` from the same values).
@@ -22,33 +24,37 @@ Meters. Every action has a neutral effect on the five meters (a few hundredths u
 ~0.15 for a night's sleep), scaled by a personal gain and shrunk near the bounds
 (diminishing returns); the profile modulates it as below. A personal share of 15-45 % of
 the effect shows only in the next slot (lag), so each observed change mixes this slot's
-action with the last one. Every slot also drains Vitality and Cognition a little (more in
-a night without sleep) and adds Student-t noise (3-8 degrees of freedom, a personal scale
-of 0.008-0.022, cut at +-0.12); some mornings bring a life shock: a bad night that drains
-Vitality and Cognition by up to ~0.2.
+action with the last one. Every waking slot also costs a little of every meter (Vitality
+and Cognition more in a night without sleep) and adds Student-t noise (3-8 degrees of
+freedom, a personal scale of 0.008-0.022, cut at +-0.12); some mornings bring a life
+shock: a bad night that drains Vitality and Cognition by up to ~0.2.
 
 How S, M and W act (the directions of bridge/sim/family.py):
-- S (social). Answers: SOCIALIZE gains value with S (FAMILY_TIME half as much) and
-  ME_TIME loses value with S, each by a personal strength. Meters: SOCIALIZE moves
-  Vitality by about +-0.09 x (2S - 1) and Serenity by +-0.05 x (2S - 1); FAMILY_TIME moves
-  Vitality by +-0.05 x (2S - 1); ME_TIME restores Vitality and Serenity more the lower S
-  is (up to +0.08) and costs a little for S near 1.
+- S (social). Answers: SOCIALIZE gains value with S by a personal strength k_S
+  (0.4-0.8) x (2S - 1), FAMILY_TIME half as much, and ME_TIME loses 0.6 of it.
+  Meters: SOCIALIZE moves Vitality by about +-0.09 x (2S - 1) and Serenity by
+  +-0.05 x (2S - 1); FAMILY_TIME moves Vitality by +-0.05 x (2S - 1); ME_TIME restores
+  Vitality and Serenity more the lower S is (up to +0.08) and costs a little for S near 1.
 - M (morning). With fit = (2M - 1) x c(slot), c = (1, 0.3, -0.6, -1) for morning,
   afternoon, evening, night: DEEP_WORK, LEARN and EXERCISE gain value by a personal
-  strength times fit (welcome in the morning for M near 1, late for M near 0). Meters:
-  DEEP_WORK's Progress is multiplied by 1 + 0.5 fit and its Cognition cost shrinks with
-  fit; LEARN's Cognition and Progress rise with fit; EXERCISE's Vitality gain rises by
-  0.04 fit.
-- W (work). Answers: DEEP_WORK gains value by a personal strength times (2W - 1),
-  ADMIN_WORK 0.6 of it. Meters: DEEP_WORK moves Vitality by 0.07 x (2W - 1) and Serenity by
-  0.04 x (2W - 1) (a drain for W near 0, a lift for W near 1); ADMIN_WORK about half.
+  strength k_M (0.4-0.8) times fit (welcome in the morning for M near 1, late for M near
+  0), and SLEEP in the night slot gains 0.6 k_M (2M - 1) (a late person is still up at
+  22:00, a morning person wants to be asleep). Meters: DEEP_WORK's Progress is
+  multiplied by 1 + 0.5 fit and its Cognition cost shrinks with fit; LEARN's Cognition
+  and Progress rise with fit; EXERCISE's Vitality gain rises by 0.04 fit.
+- W (work). Answers: DEEP_WORK gains value by a personal strength k_W (0.4-0.8) times
+  (2W - 1), ADMIN_WORK 0.6 of it. Meters: DEEP_WORK moves Vitality by 0.07 x (2W - 1)
+  and Serenity by 0.04 x (2W - 1) (a drain for W near 0, a lift for W near 1);
+  ADMIN_WORK about half.
+The meter terms of each axis are scaled by a personal factor of 0.75-1.25.
 
 Answering. Each person has an answering style: prompt (answer before the next
 recommendation), rare (never answers 30-70 % of the time: delay None), late (most answers
 reach the runner 1-8 slots later) or both. The meters show what happened regardless.
 
-Drift. About a third of the people move along one axis by 0.1-0.25 over four weeks,
-linearly; `profile(t)` is the truth at slot t.
+Drift. 30 % of the people (45 % out of distribution) move along one axis by 0.1-0.25
+over four weeks (112 slots), linearly, towards the side with room; `profile(t)` is the
+truth at slot t, and the values and meter effects follow it.
 
 Calendar. About 60 % have none (`calendar` returns None). The rest have a light one of
 this module's own making: one to four weekly commitments (a class, a run, a dinner), the
@@ -97,7 +103,7 @@ _BASE_DAY = np.array(
         [0.15, 0.05, 0.0, 0.05, -0.05, -0.25, -0.35, -0.1, -0.6, -0.45],  # morning
         [0.1, 0.1, 0.0, 0.0, -0.1, -0.15, -0.1, -0.05, -0.55, -0.3],  # afternoon
         [-0.2, -0.25, 0.0, 0.0, 0.0, 0.15, 0.1, 0.1, -0.3, 0.1],  # evening
-        [-0.5, -0.6, -0.35, -0.5, -0.1, -0.4, -0.3, -0.1, 0.7, 0.0],  # night
+        [-0.5, -0.6, -0.35, -0.5, -0.1, -0.4, -0.3, 0.0, 0.45, 0.05],  # night
     ]
 )
 _BASE_WEEKEND = np.array(
@@ -105,7 +111,7 @@ _BASE_WEEKEND = np.array(
         [-0.3, -0.45, 0.0, 0.1, 0.0, 0.1, -0.15, 0.05, -0.3, -0.2],
         [-0.3, -0.4, -0.05, 0.05, -0.05, 0.15, 0.1, 0.05, -0.5, -0.1],
         [-0.45, -0.55, -0.15, -0.1, 0.0, 0.15, 0.2, 0.05, -0.3, 0.1],
-        [-0.6, -0.7, -0.4, -0.5, -0.1, -0.3, -0.1, -0.05, 0.6, 0.05],
+        [-0.6, -0.7, -0.4, -0.5, -0.1, -0.3, -0.1, 0.0, 0.4, 0.1],
     ]
 )
 BASE = np.stack([_BASE_DAY, _BASE_WEEKEND])
@@ -143,9 +149,9 @@ EFFECT = np.array(
         [0.01, -0.03, -0.01, 0.02, 0.0],  # BINGE_WATCH
     ]
 )
-NIGHT_SLEEP = np.array([0.16, 0.12, 0.0, 0.03, 0.0])
+NIGHT_SLEEP = np.array([0.16, 0.14, 0.0, 0.03, 0.0])
 # Every slot awake costs a little; a night awake costs more.
-PASSIVE_DAY = np.array([-0.02, -0.015, -0.005, 0.0, -0.01])
+PASSIVE_DAY = np.array([-0.03, -0.008, -0.012, -0.025, -0.012])
 PASSIVE_NIGHT_AWAKE = np.array([-0.06, -0.05, 0.0, -0.02, 0.0])
 
 # Light calendars: what a weekly commitment or a one-off event is, by slot.
@@ -210,7 +216,7 @@ class HabitsPerson:
         self.drifts = bool(self.drift.any())
 
         # How strongly each axis shows in the values of actions, and in the meters.
-        self.k_social, self.k_morning, self.k_work = rng.uniform(0.25, 0.5, 3)
+        self.k_social, self.k_morning, self.k_work = rng.uniform(0.4, 0.8, 3)
         self.m_social, self.m_morning, self.m_work = rng.uniform(0.75, 1.25, 3)
         self.temperature = _ranged(rng, 0.2, 0.4, ood, 0.6)
         self.habit_pull = _ranged(rng, 0.1, 0.5, ood, 0.8)
@@ -243,7 +249,7 @@ class HabitsPerson:
         for weekend in (0, 1):
             for slot in range(4):
                 t = (5 * 4 if weekend else 0) + slot
-                values = self._values(t, neutral) / 0.15
+                values = self._values(t, neutral) / 0.25
                 weights = np.exp(values - values.max())
                 habit = int(rng.choice(N_ACTIONS, p=weights / weights.sum()))
                 self.habits[weekend, slot, habit] = rng.uniform(0.4, 0.9)
@@ -288,6 +294,7 @@ class HabitsPerson:
     def accept_probabilities(
         self, t: int, meters: np.ndarray, cal: SlotCalendar | None
     ) -> np.ndarray:
+        meters = np.asarray(meters, dtype=float)
         key = (t, meters.tobytes(), cal)
         if self._memo_key == key:
             return self._memo.copy()
@@ -346,6 +353,7 @@ class HabitsPerson:
         accepted: bool,
         rng: np.random.Generator,
     ) -> np.ndarray:
+        meters = np.asarray(meters, dtype=float)
         done = action if accepted else self._instead(t, meters, action, rng)
         slot = t % 4
         if done is None:  # a fully booked slot: the calendar's event (or meetings) fills it
@@ -402,6 +410,8 @@ class HabitsPerson:
         fit = self.k_morning * (2 * m - 1) * np.array(CHRONO)
         for a in (DEEP, LEARN, EXERCISE):
             u[..., a] += fit
+        # A morning person wants to be asleep by the night slot; a late one is still up.
+        u[:, 3, SLEEP] += 0.6 * self.k_morning * (2 * m - 1)
         work = self.k_work * (2 * w - 1)
         u[..., DEEP] += work
         u[..., ADMIN] += 0.6 * work
