@@ -1,7 +1,7 @@
 """google_writes: the events written to the person's Google calendar (opt-in write-back)
 
 Revision ID: i20_google_writes
-Revises: i18_revision_index
+Revises: i22_belief_sd
 """
 from alembic import op
 import sqlalchemy as sa
@@ -9,7 +9,7 @@ import sqlmodel
 
 
 revision = 'i20_google_writes'
-down_revision = 'i18_revision_index'
+down_revision = 'i22_belief_sd'
 branch_labels = None
 depends_on = None
 
