@@ -240,6 +240,7 @@ def recommend(
         "timestep": key.timestep,
         "action": rec.action,
         "belief": json.dumps(rec.belief),
+        "belief_sd": json.dumps(rec.extra["belief_sd"]) if rec.extra.get("belief_sd") else None,
         "rationale": rec.rationale,
         "runner": rec.runner,
         "runner_version": rec.runner_version,
@@ -332,6 +333,7 @@ def reschedule(
             "timestep": key.timestep,
             "action": rec.action,
             "belief": rec.belief,
+            "belief_sd": rec.belief_sd,
             "rationale": (
                 f"rescheduled from the {SlotKey(rec.local_date, rec.slot).name} of "
                 f"{rec.local_date.isoformat()}: the next free window for {rec.action}"

@@ -165,6 +165,8 @@ class Recommendation(SQLModel, table=True):
     timestep: int
     action: str = Field(max_length=24)
     belief: str = Field(default="null", max_length=64)  # JSON [S, M, W] or null
+    # JSON [sd S, sd M, sd W]: the runner's posterior sd per axis; null if it states none
+    belief_sd: str | None = Field(default=None, max_length=64)
     rationale: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
     runner: str = Field(max_length=32)
     runner_version: str = Field(default="", max_length=32)

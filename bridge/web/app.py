@@ -191,7 +191,7 @@ def page_view(request: Request) -> Response:
             "meters": meter_doc,
             "cards": cards,
             "rec": rec,
-            "belief": views.belief_rows(rec["belief"]) if rec else None,
+            "belief": views.belief_rows(rec["belief"], rec.get("belief_sd")) if rec else None,
             "events": views.events_today(st.store, st.settings, now),
             "labels": LABELS,
             "history": views.interaction_history(st.store, tz=st.settings.tz),
