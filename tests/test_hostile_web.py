@@ -200,3 +200,14 @@ def test_hostile_push_errors_are_one_printable_line(push_server, store, body, st
         error = answer.json()["error"]
         assert error and error.isprintable(), repr(error)
     assert store.count(Reading) == 0
+
+
+def test_a_deeply_nested_shortcut_post_is_refused_quickly(push_server, store):
+    from tests.test_push import post
+
+    url, token = push_server
+    body = b'{"samples": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    answer = post(url, "/api/push/shortcut", body, token, timeout=10)
+    assert answer.status_code == 400, answer.text[:200]
+    assert "nested deeper" in answer.json()["error"]
+    assert store.count(Reading) == 0

@@ -13,6 +13,7 @@ from bridge.out.snapshot import (
     answered_document,
     current_recommendation,
     events_of_day,
+    no_window_document,
     recommendation_document,
     slot_documents,
 )
@@ -59,6 +60,11 @@ def recommendation(store: Store, settings: Settings, now: datetime) -> dict[str,
             row = session.get(Recommendation, doc["id"])
             doc["belief_sd"] = json.loads(row.belief_sd) if row and row.belief_sd else None
     return doc
+
+
+def no_window(store: Store, settings: Settings, now: datetime) -> dict[str, Any] | None:
+    """Why nothing is recommended, when the calendar leaves no window in the look-ahead."""
+    return no_window_document(store, settings, now)
 
 
 def interaction_history(
