@@ -40,6 +40,9 @@ class MeterState:
     config: str = ""
     as_of: str = ""
     days: dict[str, str] = field(default_factory=dict)
+    # The first day with data when the state was written: it moves only with a write
+    # there, which is noted (see `first_day_moved`).
+    first: str = ""
 
     @classmethod
     def load(cls, store: Store) -> MeterState | None:
@@ -48,12 +51,19 @@ class MeterState:
             return None
         try:
             data = json.loads(raw)
-            return cls(str(data["config"]), str(data["as_of"]), dict(data["days"]))
+            return cls(
+                str(data["config"]),
+                str(data["as_of"]),
+                dict(data["days"]),
+                str(data.get("first", "")),
+            )
         except (ValueError, KeyError, TypeError):
             return None  # unreadable: recompute everything, then write a fresh one
 
     def dumps(self) -> str:
         doc = {"config": self.config, "as_of": self.as_of, "days": self.days}
+        if self.first:
+            doc["first"] = self.first
         return json.dumps(doc, sort_keys=True)
 
 
@@ -72,6 +82,11 @@ class Taken:
             if day < cut
         ]
         return min(reach, default=None)
+
+    def first_day_moved(self, first: date) -> bool:
+        """Whether a noted day is at or before the first day with data (UTC days are a
+        local day off at most): the first day must be asked again."""
+        return any(day <= first + timedelta(days=1) for _, day in self.days)
 
 
 def take_changes(store: Store) -> Taken:

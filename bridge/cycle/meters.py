@@ -143,11 +143,14 @@ def first_data_day(store: Store, settings: Settings) -> date | None:
     return slot_of_instant(oldest, settings.tz, settings.boundaries).local_date
 
 
-def history_start(store: Store, settings: Settings, last: SlotKey) -> SlotKey:
-    """The first slot the meters cover: the first day with data (at least the export
-    window; at most `meters.history_days` back when that is set)."""
+def history_start(
+    store: Store, settings: Settings, last: SlotKey, first_day: date | None = None
+) -> SlotKey:
+    """The first slot the meters cover: the first day with data (`first_day` when known,
+    else asked), at least the export window, at most `meters.history_days` back when that
+    is set."""
     window = last.local_date - timedelta(days=settings.export.days - 1)
-    first = min(first_data_day(store, settings) or window, window)
+    first = min(first_day or first_data_day(store, settings) or window, window)
     if settings.meters.history_days:
         first = max(first, last.local_date - timedelta(days=settings.meters.history_days - 1))
     return SlotKey(first, 0)
@@ -225,10 +228,6 @@ def recompute_meters(
     weights = meter_weights(settings)
     tz, bounds = settings.tz, settings.boundaries
     last = current_slot(settings, now)
-    first = history_start(store, settings, last)
-    lookback = timedelta(days=BASELINE_LOOKBACK_DAYS)
-    hi = slot_bounds(last, tz, bounds)[1] + timedelta(days=1)
-    since = slot_bounds(first.prev(), tz, bounds)[0] - lookback
     config = "|".join(
         (
             weights.version,
@@ -239,9 +238,19 @@ def recompute_meters(
         )
     )
     state = None if full else MeterState.load(store)
-    pattern = weights.calendar_rules().deadline_pattern
-    # Taken before the prints are read: a day written after this is noted again.
+    if state is not None and state.config != config:
+        state = None
+    # Taken before anything is read: a day written after this is noted again.
     taken = take_changes(store)
+    known = date.fromisoformat(state.first) if state is not None and state.first else None
+    if known is not None and taken.first_day_moved(known):
+        known = None
+    first_day = known or first_data_day(store, settings)
+    first = history_start(store, settings, last, first_day)
+    lookback = timedelta(days=BASELINE_LOOKBACK_DAYS)
+    hi = slot_bounds(last, tz, bounds)[1] + timedelta(days=1)
+    since = slot_bounds(first.prev(), tz, bounds)[0] - lookback
+    pattern = weights.calendar_rules().deadline_pattern
     # Prints for the recent days only (the export window and its lookback, from a UTC
     # midnight, as when only the window was kept); the days before are found in `taken`.
     window_first = last.local_date - timedelta(days=settings.export.days - 1)
@@ -250,7 +259,7 @@ def recompute_meters(
     # Tasks are read whole, keyed from `since`: an old task's change moves every slot
     # from its first day, however long ago.
     prints = fingerprints(store, cut, hi + timedelta(days=DEADLINE_DAYS), pattern, since)
-    if state is None or state.config != config:
+    if state is None:
         start = first
     else:
         last_current = (
@@ -271,7 +280,9 @@ def recompute_meters(
     todo = slots_between(start.prev(), last)
     size = max(1, chunk_days) * 4
     total, done, previous = len(todo) - 1, 0, None
-    new_state = MeterState(config, now.astimezone(UTC).isoformat(), prints)
+    new_state = MeterState(
+        config, now.astimezone(UTC).isoformat(), prints, first_day.isoformat() if first_day else ""
+    )
     for at in range(0, len(todo), size):
         chunk = todo[at : at + size]
         lo = slot_bounds(chunk[0], tz, bounds)[0] - lookback
