@@ -15,7 +15,14 @@ def invoke(*args):
 
 def test_ci_sized_eval_reports_every_figure():
     report = evaluate("in", n_people=4, slots=40)
-    assert set(report["runners"]) == {"random", "heuristic", "bundled", "no-prior", "oracle"}
+    assert set(report["runners"]) == {
+        "random",
+        "heuristic",
+        "bundled",
+        "no-prior",
+        "linear-ts",
+        "oracle",
+    }
     b = report["runners"]["bundled"]
     assert set(b["acceptance"]) == {"1-8", "9-28", "29-112"} and len(b["acceptance_curve"]) == 40
     assert (
@@ -45,7 +52,7 @@ def test_eval_command_json_and_plot(tmp_path):
     assert doc["split"] == "ood" and doc["people"] == 2
     assert any(t["target"].startswith("OOD belief MAE") for t in doc["targets"])
     svg = plot.read_text()
-    assert svg.startswith("<svg") and svg.count("<polyline") == 5 and "bundled" in svg
+    assert svg.startswith("<svg") and svg.count("<polyline") == 6 and "bundled" in svg
     bad = invoke("eval", "--split", "test")
     assert bad.exit_code == 2 and "--split 'test'" in bad.stderr
 

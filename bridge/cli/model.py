@@ -62,13 +62,27 @@ def eval_(
             "(the same model not reading how booked a slot is).",
         ),
     ] = False,
+    family: Annotated[
+        str,
+        typer.Option(
+            "--family", help="Simulated people: rhythm (default), fatigue, habits or shifts."
+        ),
+    ] = "rhythm",
     as_json: JsonOpt = False,
 ) -> None:
-    """Run random, heuristic, bundled, no-prior and oracle over the same simulated people."""
+    """Run random, heuristic, bundled, no-prior, linear-ts and oracle over the same people."""
     from bridge.sim.evaluate import ADAPTED, BLIND, RUNNERS, evaluate, format_table
+    from bridge.sim.families import NAMES
 
     if split not in ("in", "ood"):
         raise InputError(f"--split {split!r}: use 'in' or 'ood'")
+    if family not in NAMES:
+        raise InputError(f"--family {family!r}: use one of {', '.join(NAMES)}")
+    if adapter and family != "rhythm":
+        raise InputError(
+            f"--adapter with --family {family}: the adapter needs the same person's earlier "
+            "month, which only the rhythm family can replay; leave out --adapter"
+        )
     report = evaluate(
         split,
         people,
@@ -76,6 +90,7 @@ def eval_(
         runners=(*RUNNERS, *((ADAPTED,) if adapter else ()), *((BLIND,) if calendars else ())),
         progress=None if as_json else lambda n: typer.echo(f"running {n}…", err=True),
         calendars=calendars,
+        family=family,
     )
     if plot is not None:
         from bridge.sim.plot import write_plot

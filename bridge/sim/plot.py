@@ -15,6 +15,7 @@ COLORS = {
     "bundled": "#d62728",
     "heuristic": "#1f77b4",
     "no-prior": "#2ca02c",
+    "linear-ts": "#ff7f0e",
     "random": "#999999",
 }
 W, H, LEFT, RIGHT, TOP, BOTTOM = 720, 420, 60, 150, 40, 50
@@ -32,7 +33,8 @@ def acceptance_svg(report: dict[str, Any]) -> str:
         return TOP + (1.0 - v) * ph
 
     title = (
-        f"Acceptance ({ROLLING}-interaction rolling mean), split={report['split']}, "
+        f"Acceptance ({ROLLING}-interaction rolling mean), "
+        f"{report.get('family', 'rhythm')} split={report['split']}, "
         f"N={report['people']} simulated people"
     )
     out = [
