@@ -11,10 +11,16 @@ for the last year, overlapping), nightly sleep stages, HRV and resting heart rat
     and the new day's slots computed (target <= 100 ms),
   - the same-run baseline (one pandas sort of the readings frame), and the ratios to it,
     because the machine is shared and absolute times are noisy;
-  - with --store, the pipeline's meter step on SQLite: the history backfill (every slot
-    from the first day with data computed and stored, target <= 10 s, as a ratio to the
-    mapping-only full recompute of this run), then the cycles after it, and the same
-    cycles with meters kept to the export window (as before the whole history was kept).
+  - with --store, the pipeline's meter step on real SQLite stores, this tree against the
+    baseline commit (default: main just before issue 17 kept the whole history, meters for
+    the export window only) in the same run, each in its own process on its own copy of
+    the same data (benchmarks/meter_worker.py): the history backfill (every slot from the
+    first day with data computed and stored, target <= 10 s) as a median and as the median
+    ratio to the mapping-only full recompute timed beside it; then interleaved rounds of
+    the cycle after a new day arrives and the cycle with nothing new, as medians and the
+    median of the per-round ratios to the baseline ("no slower than today": <= 1).
+
+    .venv/bin/python benchmarks/meters.py --store [--rounds 5] [--baseline COMMIT]
 """
 
 from __future__ import annotations
