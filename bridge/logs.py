@@ -13,6 +13,7 @@ import logging
 import re
 import sys
 from datetime import UTC, datetime
+from typing import Any
 
 from bridge.errors import printable, strip_controls
 
@@ -92,9 +93,29 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc, ensure_ascii=False)
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is at the time of the event.
+
+    A handler bound to the stream of the moment keeps writing to it after it is swapped
+    and closed (a test runner capturing a command's output, an embedding program); a
+    server thread logging later then fails with "I/O operation on closed file".
+    """
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
 def setup_logging(level: int = logging.WARNING, *, as_json: bool = False) -> None:
     """Configure the root logger once: stderr, one line per event, secrets redacted."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.set_name(_HANDLER_NAME)
     handler.setLevel(level)
     handler.addFilter(RedactingFilter())

@@ -34,6 +34,9 @@ class EventInfo:
     start_hour: int | None = None  # local hour the event starts, 0-23
     recurring: bool = False  # an instance of a repeating series
     calendar_kind: str = ""  # "holidays" or "sports" for such subscribed calendars, else ""
+    # The person's answer to an invitation (Google's responseStatus: accepted, tentative,
+    # declined, needsAction); "" for their own events and sources that do not say.
+    self_response: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +151,9 @@ class KeywordClassifier:
 
     def match(self, event: EventInfo) -> Classification | None:
         """The event-type or rules answer, or None when neither knows."""
+        if event.self_response == "declined":
+            # Whatever it is, the person said they will not be there.
+            return Classification(NOT_AN_ACTION, 0.95, "event_type", "declined")
         if event.event_type == "focusTime":
             return Classification("DEEP_WORK", 0.95, "event_type", "eventType=focusTime")
         if event.event_type in ("outOfOffice", "workingLocation", "birthday"):
@@ -161,7 +167,12 @@ class KeywordClassifier:
             # A subscribed sports calendar's timed entries are fixtures: watching, not playing
             # (its all-day ones are birthdays and season markers).
             return Classification("BINGE_WATCH", 0.8, "event_type", "calendar=sports")
-        return self.match_title(event.title)
+        found = self.match_title(event.title)
+        if found is None and event.event_type == "fromGmail":
+            # Copied from a booking e-mail (a flight, a hotel stay, a parcel); a title the
+            # rules know ("Dinner reservation at ...") keeps its own answer.
+            return Classification(NOT_AN_ACTION, 0.8, "event_type", "eventType=fromGmail")
+        return found
 
     def match_title(self, title: str) -> Classification | None:
         text = normalize(title)

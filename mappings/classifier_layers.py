@@ -21,6 +21,8 @@ MODEL_MIN_CONFIDENCE = 0.5
 ALL_DAY_MIN_CONFIDENCE = 0.7
 LAYERS = ("override", "event_type", "rules", "model", "llm", "context", "none")
 UNKNOWN = Classification(UNCLASSIFIED, 0.0, "none")
+# Answers to an invitation that still put the person in the room.
+INVITED = frozenset({"accepted", "tentative", "needsAction"})
 
 
 class LLMLayer(Protocol):
@@ -39,6 +41,9 @@ def context_guess(event: EventInfo) -> Classification | None:
         return Classification(NOT_AN_ACTION, 0.55, "context", "shows as free")
     if event.attendee_count >= 3:
         return Classification("ADMIN_WORK", 0.55, "context", f"{event.attendee_count} attendees")
+    if event.attendee_count >= 2 and event.self_response in INVITED:
+        # Someone else's invitation to the person and at least one other: a meeting.
+        return Classification("ADMIN_WORK", 0.5, "context", "invited with others")
     duration = event.duration_min or 0
     if event.recurring and event.attendee_count == 0 and 45 <= duration <= 240:
         # A weekly block of one to four hours that nobody else is invited to is, in

@@ -47,12 +47,12 @@ def test_no_evaluation_title_is_in_the_training_data(sets):
 
 
 def test_the_shipped_classifier_holds_its_measured_accuracy_on_the_evaluation_set(sets):
-    # A regression floor a little under the figure in the README (0.777): a rule or
+    # A regression floor a little under the figure in the README (0.788): a rule or
     # training change that loses ground on real calendars fails here.
     items = sets["eval"]
     answers = default_classifier().classify_many([x.event for x in items])
     right = sum(no_action(a.action) == x.label for a, x in zip(answers, items, strict=True))
-    assert right / len(items) >= 0.75
+    assert right / len(items) >= 0.77
     clear = [a for a, x in zip(answers, items, strict=True) if x.label != NOT_AN_ACTION]
     assert sum(a.action == UNCLASSIFIED for a in clear) / len(clear) <= 0.05
 
@@ -170,3 +170,83 @@ def test_the_model_needs_more_confidence_to_call_an_all_day_entry_an_activity():
     assert (all_day.action, all_day.layer) == (NOT_AN_ACTION, "context")
     sure = LayeredClassifier(model=_UnsureModel(0.9))
     assert sure.classify(EventInfo(title="zumba", all_day=True)).action == "EXERCISE"
+
+
+def test_a_declined_invitation_is_no_action_whatever_its_title():
+    rules = KeywordClassifier()
+    declined = rules.classify(EventInfo(title="Yoga", self_response="declined"))
+    assert (declined.action, declined.layer, declined.rule) == (
+        NOT_AN_ACTION,
+        "event_type",
+        "declined",
+    )
+    assert rules.classify(EventInfo(title="Yoga", self_response="accepted")).action == "EXERCISE"
+
+
+def test_an_event_copied_from_gmail_is_a_booking_unless_its_title_says_more():
+    rules = KeywordClassifier()
+    stay = EventInfo(title="Stay at Hotel Europa", event_type="fromGmail", all_day=True)
+    found = rules.match(stay)
+    assert found is not None and (found.action, found.rule) == (
+        NOT_AN_ACTION,
+        "eventType=fromGmail",
+    )
+    # The same title in a default event is not decided by its type.
+    assert rules.match(EventInfo(title="Stay at Hotel Europa")) is None
+    concert = rules.match(EventInfo(title="Concert: Arctic Monkeys", event_type="fromGmail"))
+    assert concert is not None and concert.action == "SOCIALIZE"
+
+
+def test_an_invitation_shared_with_others_is_a_meeting_when_nothing_else_knows():
+    invited = EventInfo(title="Xq-77", attendee_count=2, self_response="needsAction")
+    found = context_guess(invited)
+    assert found is not None and (found.action, found.rule) == ("ADMIN_WORK", "invited with others")
+    # One's own event with one guest, or a source that does not say, is left open.
+    assert context_guess(EventInfo(title="Xq-77", attendee_count=2)) is None
+    assert (
+        context_guess(EventInfo(title="Xq-77", attendee_count=1, self_response="accepted")) is None
+    )
+
+
+def test_the_cycle_reads_the_answer_and_the_event_type_from_the_store(store, settings):
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import select
+
+    from bridge.cycle.classify import classify_events
+    from bridge.store.models import CalendarEvent
+
+    start = datetime(2026, 11, 18, 9, tzinfo=UTC)
+    rows = [
+        ("yoga", "Yoga", "default", 2, "declined"),
+        ("hotel", "Hotel Europa, Lisbon", "fromGmail", 0, ""),
+        ("xq", "Xq-77", "default", 2, "accepted"),
+        ("gym", "Gym", "default", 0, ""),
+    ]
+    with store.transaction() as session:
+        for uid, title, kind, attendees, answer in rows:
+            session.add(
+                CalendarEvent(
+                    source="google_calendar",
+                    calendar_id="primary",
+                    uid=uid,
+                    title=title,
+                    start_utc=start,
+                    end_utc=start + timedelta(hours=1),
+                    event_type=kind,
+                    attendee_count=attendees,
+                    self_response=answer,
+                    content_hash=uid,
+                    updated_at=start,
+                )
+            )
+    classify_events(store, settings)
+    with store.session() as session:
+        events = session.execute(select(CalendarEvent)).scalars()
+        got = {e.uid: (e.action, e.action_layer) for e in events}
+    assert got == {
+        "yoga": (NOT_AN_ACTION, "event_type"),
+        "hotel": (NOT_AN_ACTION, "event_type"),
+        "xq": ("ADMIN_WORK", "context"),
+        "gym": ("EXERCISE", "rules"),
+    }

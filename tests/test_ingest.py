@@ -141,3 +141,40 @@ def test_the_fast_sqlite_writer_stores_exactly_what_upsert_stores(store, ctx):
         "heart_rate": 0,
         "sleep": 60,
     }
+
+
+# Real exports hold samples that share a natural key (source, type, start, end) but
+# differ in value or device: a sample re-synced after a watchOS update, a phone's step
+# count written twice. Each key is one reading, the last in the file wins, and a forced
+# re-import changes nothing. Two such keys made a real export's re-import report "4 new".
+TWICE = """<?xml version="1.0" encoding="UTF-8"?>
+<HealthData locale="en_US">
+ <ExportDate value="2026-11-19 08:30:00 +0100"/>
+ <Record type="HKQuantityTypeIdentifierHeartRate" sourceName="Watch" sourceVersion="10.1"
+  unit="count/min" startDate="2026-11-19 07:00:00 +0100" endDate="2026-11-19 07:00:00 +0100"
+  value="61"/>
+ <Record type="HKQuantityTypeIdentifierStepCount" sourceName="iPhone" unit="count"
+  startDate="2026-11-19 07:00:00 +0100" endDate="2026-11-19 07:10:00 +0100" value="120"/>
+ <Record type="HKQuantityTypeIdentifierHeartRate" sourceName="Watch" sourceVersion="10.2"
+  device="&lt;&lt;HKDevice: 0x1&gt;, name:Apple Watch, software:10.2&gt;"
+  unit="count/min" startDate="2026-11-19 07:00:00 +0100" endDate="2026-11-19 07:00:00 +0100"
+  value="63"/>
+ <Record type="HKQuantityTypeIdentifierStepCount" sourceName="iPhone" unit="count"
+  startDate="2026-11-19 07:00:00 +0100" endDate="2026-11-19 07:10:00 +0100" value="118"/>
+</HealthData>
+"""
+
+
+def test_samples_sharing_a_natural_key_are_one_reading_and_reimport_changes_nothing(
+    store, ctx, tmp_path
+):
+    path = tmp_path / "export.xml"
+    path.write_text(TWICE)
+    first = import_file(store, "apple-health", path, ctx)
+    assert first.records == 4 and first.new == 2
+    with store.session() as s:
+        stored = {r.metric: (r.value, r.device) for r in s.exec(select(Reading))}
+    assert stored == {"heart_rate": (63.0, "Apple Watch"), "steps": (118.0, "")}
+    for _ in range(2):
+        again = import_file(store, "apple-health", path, ctx, force=True)
+        assert again.new == 0 and store.count(Reading) == 2, again.line()

@@ -1,10 +1,12 @@
 """Operations: systemd notification, logging with redaction, status freshness, backups."""
 
+import io
 import json
 import logging
 import os
 import socket
 import sqlite3
+import sys
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -213,3 +215,25 @@ def test_the_redactor_keeps_the_newest_secrets_and_a_bounded_list():
     register_secret("abc-abc-abc-abc-abc")
     register_secret("abc-abc")  # contained in the longer one: the longer is masked whole
     assert redact("abc-abc-abc-abc-abc") == MASK
+
+
+def test_the_log_handler_follows_stderr_when_it_is_swapped_and_closed(monkeypatch):
+    from bridge.logs import setup_logging
+
+    root = logging.getLogger()
+    before = list(root.handlers)
+    first = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    setup_logging()
+    try:
+        # What a CLI run under a test runner leaves behind: its captured stream, closed;
+        # a server thread then logs. The line must reach the stderr of the moment.
+        first.close()
+        now = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", now)
+        logging.getLogger("rhythm_bridge.web").warning("push from phone refused: bad JSON")
+        assert "push from phone refused: bad JSON" in now.getvalue()
+        assert "Logging error" not in now.getvalue()
+    finally:
+        for h in [h for h in root.handlers if h not in before]:
+            root.removeHandler(h)

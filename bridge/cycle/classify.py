@@ -240,6 +240,7 @@ def classify_events(store: Store, settings: Settings) -> int:
                 start_hour=ev.start_utc.astimezone(settings.tz).hour,
                 recurring=bool(ev.recurrence_id),
                 calendar_kind=calendar_kind(ev.calendar_id),
+                self_response=ev.self_response,
             )
             for ev in rows
         ]

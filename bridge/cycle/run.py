@@ -20,7 +20,6 @@ from typing import Any
 
 from bridge.config import Settings
 from bridge.cycle.classify import classify_events
-from bridge.cycle.meters import recompute_meters
 from bridge.cycle.recommend import recommend
 from bridge.cycle.tasks import classify_tasks
 from bridge.errors import BridgeError, Cancelled
@@ -96,12 +95,16 @@ def run_cycle(
     force_sync: bool = False,
     progress: Any = None,
     stop: threading.Event | None = None,
+    meters_apart: bool = False,
 ) -> CycleReport:
     """Run one full cycle; sources that fail are recorded and the rest carry on.
 
     With `stop` set (the daemon is stopping) the cycle ends at the next step boundary, or
     at the next batch of an import, with Cancelled: every step is its own transaction,
     so what was done is whole and what was not is redone by the next cycle.
+
+    `meters_apart` (the daemon) runs the meter step in a child process, so that the
+    long-running process never imports pandas (bridge/cycle/meters_apart.py).
     """
     from bridge.out.snapshot import build_snapshot, write_snapshot
 
@@ -123,7 +126,14 @@ def run_cycle(
         report.classified = classify_events(store, settings)
         report.classified += classify_tasks(store, settings)
         boundary()
-        report.slots = recompute_meters(store, settings, now, progress=progress)
+        if meters_apart:
+            from bridge.cycle.meters_apart import recompute_apart
+
+            report.slots = recompute_apart(store, settings, now, stop=stop)
+        else:
+            from bridge.cycle.meters import recompute_meters
+
+            report.slots = recompute_meters(store, settings, now, progress=progress)
         boundary()
         rec = recommend(store, settings, now)
         report.recommendation = {"id": rec.id, "action": rec.action, "rationale": rec.rationale}

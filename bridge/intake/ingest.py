@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -269,18 +270,36 @@ class ReadingWriter:
         if not self.rows:
             return 0
         try:
+            rows = _last_per_key(self.rows, _ROW_KEY if self.fast else _DICT_KEY)
             if not self.fast:
-                return upsert(
-                    self.session, Reading, self.rows, keys=READING_KEY, update=READING_UPDATE
-                )
+                return upsert(self.session, Reading, rows, keys=READING_KEY, update=READING_UPDATE)
             cursor = self.conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
             try:
-                cursor.executemany(self.sql, self.rows)
+                cursor.executemany(self.sql, rows)
                 return max(0, cursor.rowcount)
             finally:
                 cursor.close()
         finally:
             self.rows.clear()
+
+
+# A reading's natural key within one writer (the source is the writer's own): in the
+# fast path's tuples (metric, origin, start, end, label) and in upsert's dicts.
+_ROW_KEY = itemgetter(1, 2, 3, 4, 8)
+_DICT_KEY = itemgetter(*(k for k in READING_KEY if k != "source"))
+
+
+def _last_per_key(rows: list[Any], key: Callable[[Any], Any]) -> list[Any]:
+    """One row per natural key, the last written winning.
+
+    Real exports repeat a sample under the same key with another value or device (one
+    re-synced after a watchOS update). Written in turn, each repeat would overwrite the
+    one before, so a forced re-import would "change" them all again (and PostgreSQL
+    refuses a statement that updates one row twice). Repeats further apart than a batch
+    still each win in turn.
+    """
+    latest = {key(row): row for row in rows}
+    return rows if len(latest) == len(rows) else list(latest.values())
 
 
 class Revisions:
@@ -329,7 +348,9 @@ class Revisions:
             chunk = names[i : i + 500]
             rows = conn.execute(
                 select(*cols, *instants, table.c.revision).where(
-                    table.c.source == source, table.c.revision.in_(chunk)
+                    table.c.source == source,
+                    table.c.revision != "",  # lets the planner use the partial index
+                    table.c.revision.in_(chunk),
                 )
             )
             for rid, metric, origin, label, start, end, revision in rows:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import Column, Index, Text, UniqueConstraint
+from sqlalchemy import Column, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 
@@ -27,7 +27,15 @@ class Reading(SQLModel, table=True):
             name="uq_readings_natural",
         ),
         Index("ix_readings_metric_start", "metric", "start_utc"),
-        Index("ix_readings_revision", "source", "revision"),
+        # Only revised facts are looked up by revision; final samples (most rows, all
+        # under one key) would only make every insert dearer.
+        Index(
+            "ix_readings_revision",
+            "source",
+            "revision",
+            sqlite_where=text("revision != ''"),
+            postgresql_where=text("revision != ''"),
+        ),
     )
 
     id: int | None = Field(default=None, primary_key=True)

@@ -24,10 +24,10 @@ Meters. Every action has a neutral effect on the five meters (a few hundredths u
 ~0.15 for a night's sleep), scaled by a personal gain and shrunk near the bounds
 (diminishing returns); the profile modulates it as below. A personal share of 15-45 % of
 the effect shows only in the next slot (lag), so each observed change mixes this slot's
-action with the last one. Every slot also drains Vitality and Cognition a little (more in
-a night without sleep) and adds Student-t noise (3-8 degrees of freedom, a personal scale
-of 0.008-0.022, cut at +-0.12); some mornings bring a life shock: a bad night that drains
-Vitality and Cognition by up to ~0.2.
+action with the last one. Every waking slot also costs a little of every meter (Vitality
+and Cognition more in a night without sleep) and adds Student-t noise (3-8 degrees of
+freedom, a personal scale of 0.008-0.022, cut at +-0.12); some mornings bring a life
+shock: a bad night that drains Vitality and Cognition by up to ~0.2.
 
 How S, M and W act (the directions of bridge/sim/family.py):
 - S (social). Answers: SOCIALIZE gains value with S by a personal strength k_S
@@ -149,9 +149,9 @@ EFFECT = np.array(
         [0.01, -0.03, -0.01, 0.02, 0.0],  # BINGE_WATCH
     ]
 )
-NIGHT_SLEEP = np.array([0.16, 0.12, 0.0, 0.03, 0.0])
+NIGHT_SLEEP = np.array([0.16, 0.14, 0.0, 0.03, 0.0])
 # Every slot awake costs a little; a night awake costs more.
-PASSIVE_DAY = np.array([-0.02, -0.015, -0.005, 0.0, -0.01])
+PASSIVE_DAY = np.array([-0.03, -0.008, -0.012, -0.025, -0.012])
 PASSIVE_NIGHT_AWAKE = np.array([-0.06, -0.05, 0.0, -0.02, 0.0])
 
 # Light calendars: what a weekly commitment or a one-off event is, by slot.
