@@ -1,7 +1,7 @@
 """meter_changes: the days whose readings or events were written, for the meter step
 
 Revision ID: i17_meter_changes
-Revises: i18_revision_index
+Revises: i20_google_writes
 
 The meter step used to find changed days by reading a print of every day's inputs, and one
 print of all the rows before the recent weeks: over years of history that read every row in
@@ -20,7 +20,7 @@ import sqlmodel
 from alembic import op
 
 revision = "i17_meter_changes"
-down_revision = "i18_revision_index"
+down_revision = "i20_google_writes"
 branch_labels = None
 depends_on = None
 
