@@ -9,7 +9,9 @@ Measured in this run, each in its own process:
   daemon    `rhythm-bridge run` on a small store (the bundled Apple Health sample and
             calendar): after its first cycle wrote latest.json and `--settle` seconds
             passed, VmRSS (idle) and VmHWM (peak) from /proc, and which of the heavy
-            libraries the process has loaded (from its memory map)
+            libraries the process has loaded (from its memory map); and the peak of the
+            child process that runs the meter step (bridge/cycle/meters_apart.py),
+            sampled every 0.1 s
 
 The target is an idle RSS of at most 100 MB on a Raspberry-Pi-class box.
 """
@@ -17,6 +19,7 @@ The target is an idle RSS of at most 100 MB on a Raspberry-Pi-class box.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -43,8 +46,13 @@ HEAVY = [
     "starlette",
     "uvicorn",
     "fitdecode",
+    "alembic.command",
+    "bridge.cycle.meters",
     "bridge.cycle.run",
+    "bridge.daemon.scheduler",
 ]
+NUMPY_BASED = {"pandas", "scipy.sparse", "sklearn", "bridge.cycle.meters", "bridge.cycle.run"}
+NUMPY_BASED |= {"bridge.daemon.scheduler"}
 PROBE = (
     "import importlib, resource, sys, time\n"
     "t = time.perf_counter()\n"
@@ -70,6 +78,20 @@ def proc_status(pid: int) -> dict[str, float]:
     return fields
 
 
+def children_peak(pid: int) -> float:
+    """The highest VmHWM (MB) among the process's children now (0 when it has none)."""
+    peak = 0.0
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in children:
+            with contextlib.suppress(OSError):  # it ended meanwhile
+                peak = max(peak, proc_status(int(child)).get("VmHWM", 0.0))
+    return peak
+
+
 def loaded_libraries(pid: int) -> list[str]:
     with open(f"/proc/{pid}/maps") as fh:
         names = set(re.findall(r"site-packages/([A-Za-z_]+)", fh.read()))
@@ -89,7 +111,7 @@ def main() -> None:
     )
     for module in HEAVY:
         rss, seconds = import_cost(module)
-        numpy_based = module in ("pandas", "scipy.sparse", "sklearn", "bridge.cycle.run")
+        numpy_based = module in NUMPY_BASED
         over_numpy = f"{rss - with_numpy:+12.0f}" if numpy_based else f"{'':>12}"
         print(f"{module:26} {rss:11.0f} {rss - bare:+11.0f} {over_numpy} {seconds:8.2f}")
 
@@ -121,11 +143,12 @@ def main() -> None:
             stderr=subprocess.DEVNULL,
         )
         try:
-            started = time.monotonic()
+            started, child_peak = time.monotonic(), 0.0
             while not (data / "latest.json").exists():
                 if daemon.poll() is not None or time.monotonic() - started > 300:
                     raise SystemExit("the daemon wrote no snapshot")
-                time.sleep(0.2)
+                child_peak = max(child_peak, children_peak(daemon.pid))
+                time.sleep(0.1)
             cycle = time.monotonic() - started
             time.sleep(args.settle)
             status = proc_status(daemon.pid)
@@ -139,6 +162,7 @@ def main() -> None:
             f"MB; {status['VmRSS'] / bare:.1f}x a bare interpreter; heavy libraries loaded: "
             f"{', '.join(libraries) or 'none'}"
         )
+        print(f"the meter step's child process: peak RSS {child_peak:.0f} MB (sampled)")
         print(f"target: idle RSS <= 100 MB: {'met' if status['VmRSS'] <= 100 else 'MISSED'}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -9,7 +9,7 @@ from sqlmodel import SQLModel
 
 from bridge.errors import StoreError
 from bridge.store import Store, upsert
-from bridge.store.db import _alembic_config, schema_version
+from bridge.store.db import _alembic_config, schema_version, script_head
 from bridge.store.models import Reading
 
 T0 = datetime(2026, 11, 1, 6, 0, tzinfo=UTC)
@@ -38,6 +38,12 @@ def test_migrations_build_exactly_the_models(store):
     with store.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
     assert diff == []
+
+
+def test_the_head_read_from_the_scripts_is_alembics_head(store):
+    # migrate() skips alembic when the database is at this head: it must be the real one.
+    script = ScriptDirectory.from_config(_alembic_config(store.engine))
+    assert script_head() == script.get_current_head() == schema_version(store.engine)
 
 
 @pytest.mark.sqlite_only

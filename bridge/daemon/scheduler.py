@@ -67,7 +67,7 @@ class CycleTracker:
             self._idle.clear()
         try:
             # A failing cycle is logged and the next one runs on schedule: the daemon stays up.
-            run_cycle(settings, store, stop=self.stop)
+            run_cycle(settings, store, stop=self.stop, meters_apart=True)
             if self.after is not None:
                 self.after()
         except Cancelled:
