@@ -202,7 +202,7 @@ def collect_status(settings: Settings, store: Store, now: datetime | None = None
 def when(value: str | datetime | None, now: datetime, tz: tzinfo) -> str:
     """An instant as local wall time with how long ago (or until): '2026-11-14 09:12 (5 days
     ago)'; 'never' for None."""
-    from mappings.freshness import human_age
+    from mappings.ages import human_age
 
     if value is None:
         return "never"
