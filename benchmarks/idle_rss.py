@@ -165,8 +165,9 @@ def main() -> None:
         finally:
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(120)
+        what = "daemon with the web page" if args.web_port else "daemon"
         print(
-            f"daemon{' with the web page' if args.web_port else ''}: first cycle done after {cycle:.1f} s (process start included); idle "
+            f"{what}: first cycle done after {cycle:.1f} s (process start included); idle "
             f"{args.settle:.0f} s later: RSS {status['VmRSS']:.0f} MB, peak {status['VmHWM']:.0f} "
             f"MB; {status['VmRSS'] / bare:.1f}x a bare interpreter; heavy libraries loaded: "
             f"{', '.join(libraries) or 'none'}"
