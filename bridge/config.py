@@ -166,6 +166,11 @@ class WindowSettings(_Section):
     look_ahead_slots: int = Field(8, ge=1, le=28)
 
 
+class GoogleWriteSettings(_Section):
+    enabled: bool = False
+    calendar: str = Field("primary", min_length=1, max_length=300)
+
+
 class ClassifierSettings(_Section):
     rules_file: str = ""
     model_file: str = ""
@@ -247,6 +252,7 @@ class Settings(_Section):
     http: HttpSettings = HttpSettings()
     runner: RunnerSettings = RunnerSettings()
     windows: WindowSettings = WindowSettings()
+    google_write: GoogleWriteSettings = GoogleWriteSettings()
     classifier: ClassifierSettings = ClassifierSettings()
     meters: MeterSettings = MeterSettings()
     web: WebSettings = WebSettings()

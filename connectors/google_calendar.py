@@ -61,6 +61,13 @@ SOURCE = "google_calendar"
 PROVIDES = frozenset({"calendar"})
 SCOPES = ("https://www.googleapis.com/auth/calendar.readonly",)
 TOKEN_SECRET = "google_calendar:token"
+# The opt-in write-back (bridge.out.google_write) has its own consent and token, so the
+# sync keeps a read-only token and revoking one leaves the other.
+WRITE_SCOPE = "https://www.googleapis.com/auth/calendar.events"
+WRITE_TOKEN_SECRET = "google_calendar:write_token"
+# Events rhythm-bridge wrote carry this key in extendedProperties.private; the sync skips
+# them, so a suggestion written into the calendar is never read back as the person's plan.
+OWN_EVENT_KEY = "rhythmBridge"
 STREAM = "events"
 PAGE_SIZE = 2500  # the API's maximum
 # A replace scope for a full resync covers every stored start from timeMin on.
@@ -74,11 +81,11 @@ TESTING_HINT = (
 # --- credentials and transport ----------------------------------------------------------
 
 
-def load_credentials(settings: Settings, secrets: Secrets) -> Any:
+def load_credentials(settings: Settings, secrets: Secrets, token_secret: str = TOKEN_SECRET) -> Any:
     """The stored authorized-user credentials, pointed at the configured token URL."""
     from google.oauth2.credentials import Credentials
 
-    info = secrets.get_json(TOKEN_SECRET)
+    info = secrets.get_json(token_secret)
     if not info or not info.get("refresh_token"):
         raise NotConnected(SOURCE)
     try:
@@ -90,8 +97,8 @@ def load_credentials(settings: Settings, secrets: Secrets) -> Any:
     return moved
 
 
-def save_credentials(secrets: Secrets, creds: Any) -> None:
-    secrets.set_json(TOKEN_SECRET, json.loads(creds.to_json()))
+def save_credentials(secrets: Secrets, creds: Any, token_secret: str = TOKEN_SECRET) -> None:
+    secrets.set_json(token_secret, json.loads(creds.to_json()))
 
 
 def http_client(settings: Settings) -> Any:
@@ -113,7 +120,13 @@ def http_client(settings: Settings) -> Any:
 
 @contextmanager
 def google_service(
-    settings: Settings, secrets: Secrets, api: str, version: str, endpoint: str, http: Any = None
+    settings: Settings,
+    secrets: Secrets,
+    api: str,
+    version: str,
+    endpoint: str,
+    http: Any = None,
+    token_secret: str = TOKEN_SECRET,
 ) -> Iterator[Any]:
     """A client of a Google API on the stored credentials, built from the discovery document
     bundled in the wheel (no network); an access token refreshed meanwhile is kept for the
@@ -121,19 +134,25 @@ def google_service(
     from google_auth_httplib2 import AuthorizedHttp
     from googleapiclient.discovery import build
 
-    creds = load_credentials(settings, secrets)
+    creds = load_credentials(settings, secrets, token_secret)
     token_before = creds.token
     base = http if http is not None else http_client(settings)
-    yield build(
-        api,
-        version,
-        http=AuthorizedHttp(creds, http=base),
-        cache_discovery=False,
-        static_discovery=True,
-        client_options={"api_endpoint": endpoint},
-    )
+    try:
+        yield build(
+            api,
+            version,
+            http=AuthorizedHttp(creds, http=base),
+            cache_discovery=False,
+            static_discovery=True,
+            client_options={"api_endpoint": endpoint},
+        )
+    finally:
+        if http is None:
+            # httplib2 keeps its connections open for reuse; a daemon must not leak them.
+            for conn in list(getattr(base, "connections", {}).values()):
+                conn.close()
     if creds.token != token_before:
-        save_credentials(secrets, creds)
+        save_credentials(secrets, creds, token_secret)
 
 
 def execute(
@@ -246,8 +265,18 @@ def _listed_key(item: Any, tz: tzinfo) -> tuple[str, str | None] | None:
         return uid, None
 
 
+def is_own_event(item: dict[str, Any]) -> bool:
+    """Written by rhythm-bridge's write-back (its mark in extendedProperties.private)."""
+    props = item.get("extendedProperties")
+    private = props.get("private") if isinstance(props, dict) else None
+    return isinstance(private, dict) and OWN_EVENT_KEY in private
+
+
 def event_record(calendar_id: str, item: dict[str, Any], tz: tzinfo) -> list[Any]:
-    """One API event as an EventRecord, or a Cancellation when the event is gone."""
+    """One API event as an EventRecord, or a Cancellation when the event is gone; nothing
+    for an event rhythm-bridge wrote itself (a suggestion is not the person's own plan)."""
+    if is_own_event(item):
+        return []
     series = _text(item, "recurringEventId")
     uid = series or _text(item, "id")
     if not uid:

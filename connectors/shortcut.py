@@ -33,7 +33,7 @@ from connectors.health_auto_export import (
     SLEEP_STAGES,
     JsonBuilder,
     PushStats,
-    bounded_depth,
+    json_events,
     parse_date,
 )
 
@@ -89,7 +89,7 @@ def read_stream(
     builder: JsonBuilder | None = None
     seen = False
     try:
-        for prefix, event, value in bounded_depth(ijson.parse(body, use_float=True)):
+        for prefix, event, value in json_events(body):
             if builder is not None:
                 builder.event(event, value)
                 if builder.depth == 0:

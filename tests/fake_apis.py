@@ -68,6 +68,21 @@ WHOOP_PAGE = 25
 TOKEN_WEEK = timedelta(days=7)
 # The API paths of each provider, as served under /google, /whoop, /garmin.
 GOOGLE_BASE, WHOOP_BASE, GARMIN_BASE = "/google/calendar/v3/", "/whoop/developer", "/garmin"
+READONLY = "https://www.googleapis.com/auth/calendar.readonly"
+WRITE_SCOPES = {
+    "https://www.googleapis.com/auth/calendar.events",
+    "https://www.googleapis.com/auth/calendar",
+}
+BASE32HEX = set("0123456789abcdefghijklmnopqrstuv")
+
+
+def _merge(into: dict[str, Any], patch: dict[str, Any]) -> None:
+    """Patch semantics: given fields replace, nested objects merge, arrays are replaced."""
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = copy.deepcopy(value)
 
 
 def _ms(value: datetime) -> int:
@@ -593,6 +608,18 @@ class FakeAPIs:
         self.counts: Counter[str] = Counter()
         self.api_requests = 0
         self.google_access: set[str] = set()
+        # Scopes per refresh token (the consent it came from) and per access token issued
+        # for it; a refresh token not named here was given calendar.readonly.
+        self.google_grants: dict[str, set[str]] = {}
+        self.google_scopes: dict[str, set[str]] = {}
+        self.google_revoked: set[str] = set()
+        # Events written through the API, per calendar and id, deleted ones kept as
+        # cancelled (as Google does: their ids stay taken); what any client added.
+        self.written: dict[str, dict[str, dict[str, Any]]] = {c: {} for c in CALENDARS}
+        # Set by tests: the statuses the next write requests answer instead (503, 429, ...).
+        self.write_faults: list[int] = []
+        self.write_log: list[tuple[str, str, str]] = []  # (method, calendar, event id)
+        self.read_only_calendars: set[str] = set()  # shared with the person read-only
         self.whoop_access: set[str] = set()
         self.whoop_refresh = "whoop-refresh-0"
         # Set by tests: a request for this path blocks until the event is set.
@@ -703,11 +730,31 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(204)
         if path == "/google/token":
             assert form.get("grant_type") == "refresh_token", form
+            refresh = form.get("refresh_token", "")
+            if refresh in fake.google_revoked:
+                # Google's answer for a refresh token the person revoked (or that expired).
+                return self._send(
+                    400,
+                    {
+                        "error": "invalid_grant",
+                        "error_description": "Token has been expired or revoked.",
+                    },
+                )
             token = f"google-access-{fake.counts[path]}"
+            scopes = fake.google_grants.get(refresh, {READONLY})
             fake.google_access.add(token)
+            fake.google_scopes[token] = scopes
             return self._send(
-                200, {"access_token": token, "expires_in": 3599, "token_type": "Bearer"}
+                200,
+                {
+                    "access_token": token,
+                    "expires_in": 3599,
+                    "scope": " ".join(sorted(scopes)),
+                    "token_type": "Bearer",
+                },
             )
+        if path.startswith(GOOGLE_BASE):
+            return self._google_write("POST", path[len(GOOGLE_BASE) :], form, now)
         if path == "/whoop/token":
             with fake.lock:
                 if form.get("refresh_token") != fake.whoop_refresh:
@@ -768,10 +815,132 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- providers ----------------------------------------------------------------------
 
+    def do_PATCH(self) -> None:
+        self._write_method("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._write_method("DELETE")
+
+    def _write_method(self, method: str) -> None:
+        path = urlsplit(self.path).path
+        fake = self.fake
+        fake.counts[f"{method} {path.split('/', 2)[1]}"] += 1
+        body = self._form() if method == "PATCH" else {}
+        if not path.startswith(GOOGLE_BASE):
+            return self._send(404, {"error": "not found"})
+        self._google_write(method, path[len(GOOGLE_BASE) :], body, fake.now())
+
+    def _google_error(self, status: int, reason: str, message: str, domain: str = "global"):
+        """An error the way the Calendar API answers it (developers.google.com/workspace/
+        calendar/api/guides/errors): the code and message twice, the reason in errors[]."""
+        error = {"errors": [{"domain": domain, "reason": reason, "message": message}]}
+        error.update({"code": status, "message": message})
+        return self._send(status, {"error": error})
+
+    def _google_write(self, method: str, rest: str, body: dict[str, Any], now: datetime) -> None:
+        """events.insert (POST .../events), events.patch (PATCH .../events/ID) and
+        events.delete (DELETE .../events/ID), following the Calendar API's documented
+        behaviour: a client-chosen id must be base32hex of 5-1024 characters and unique in
+        the calendar, deleted events included (409 duplicate); a deleted event stays as
+        cancelled, so deleting it again answers 410 and patching it brings it back; an id
+        never used answers 404; writing needs the calendar.events (or calendar) scope."""
+        fake = self.fake
+        token = self._bearer()
+        if token not in fake.google_access:
+            return self._google_error(401, "authError", "Invalid Credentials")
+        if not fake.google_scopes.get(token, set()) & WRITE_SCOPES:
+            # What Google answers a token whose consent lacks a write scope.
+            return self._google_error(
+                403, "insufficientPermissions", "Request had insufficient authentication scopes."
+            )
+        parts = rest.split("/")
+        if len(parts) not in (3, 4) or parts[0] != "calendars" or parts[2] != "events":
+            return self._google_error(404, "notFound", "Not Found")
+        calendar = unquote(parts[1])
+        if calendar not in CALENDARS:
+            return self._google_error(404, "notFound", "Not Found")
+        if calendar in fake.read_only_calendars:
+            # A calendar shared with the person without write access.
+            return self._google_error(
+                403, "requiredAccessLevel", "You need to have writer access to this calendar."
+            )
+        if fake.write_faults:
+            status = fake.write_faults.pop(0)
+            if status == 0:  # a dropped connection
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return None
+            if status == 429:
+                return self._google_error(
+                    429, "rateLimitExceeded", "Rate Limit Exceeded", "usageLimits"
+                )
+            return self._google_error(status, "backendError", "Backend Error")
+        events = fake.written[calendar]
+        recent = fake.world.calendar_full(calendar, now - timedelta(days=30), now)
+        taken = events.keys() | {e["id"] for e in recent}
+        if len(parts) == 3:
+            if method != "POST":
+                return self._google_error(404, "notFound", "Not Found")
+            eid = body.get("id") or uuid.uuid4().hex  # hex digits are base32hex too
+            if not (5 <= len(eid) <= 1024 and set(eid) <= BASE32HEX):
+                return self._google_error(400, "invalid", "Invalid resource id value.")
+            if eid in taken:
+                return self._google_error(
+                    409, "duplicate", "The requested identifier already exists."
+                )
+            if "start" not in body or "end" not in body:
+                return self._google_error(400, "required", "Missing end time.")
+            event = {
+                **copy.deepcopy(body),
+                "kind": "calendar#event",
+                "id": eid,
+                "status": body.get("status", "confirmed"),
+                "created": iso_z(now),
+                "updated": iso_z(now),
+                "sequence": 0,
+                "etag": f'"{_ms(now)}0"',
+                "iCalUID": f"{eid}@google.com",
+                "htmlLink": f"https://calendar.example/event?eid={eid}",
+                "creator": {"email": ME, "self": True},
+                "organizer": {"email": ME, "self": True},
+            }
+            events[eid] = event
+            fake.write_log.append(("insert", calendar, eid))
+            return self._send(200, event)
+        eid = unquote(parts[3])
+        event = events.get(eid)
+        if event is None:
+            if eid in taken:
+                # One of the world's events (the person's own): Google would let its owner
+                # change it; this fake does not model that, and logs the attempt for the
+                # tests that check it never happens.
+                fake.write_log.append((method.lower(), calendar, eid))
+                return self._send(501, {"error": "the fake does not change the world's events"})
+            return self._google_error(404, "notFound", "Not Found")
+        if method == "DELETE":
+            if event["status"] == "cancelled":
+                return self._google_error(410, "deleted", "Resource has been deleted")
+            event.update(status="cancelled", updated=iso_z(now))
+            fake.write_log.append(("delete", calendar, eid))
+            return self._send(204)
+        _merge(event, {k: v for k, v in body.items() if k not in ("id", "kind", "etag")})
+        event["sequence"] += 1
+        event["updated"] = iso_z(now)
+        event["etag"] = f'"{_ms(now)}{event["sequence"]}"'
+        fake.write_log.append(("patch", calendar, eid))
+        return self._send(200, event)
+
     def _google(self, rest: str, query: dict[str, str], now: datetime) -> None:
-        if self._bearer() not in self.fake.google_access:
+        token = self._bearer()
+        if token not in self.fake.google_access:
             return self._send(401, {"error": {"code": 401, "message": "Invalid Credentials"}})
         parts = rest.split("/")
+        if len(parts) == 4 and parts[0] == "calendars" and parts[2] == "events":
+            # events.get: a deleted event is still answered, as cancelled.
+            event = self.fake.written.get(unquote(parts[1]), {}).get(unquote(parts[3]))
+            if event is None:
+                return self._google_error(404, "notFound", "Not Found")
+            return self._send(200, event)
         if len(parts) != 3 or parts[0] != "calendars" or parts[2] != "events":
             return self._send(404, {"error": {"code": 404, "message": "Not Found"}})
         calendar = unquote(parts[1])
@@ -793,9 +962,17 @@ class _Handler(BaseHTTPRequestHandler):
                 error["errors"] = [{"domain": "global", "reason": "fullSyncRequired"}]
                 return self._send(410, {"error": error})
             items = world.listing(world.calendar_changes, calendar, since, at)
+            items = items + [
+                e
+                for e in self.fake.written[calendar].values()
+                if since < datetime.fromisoformat(e["updated"].replace("Z", "+00:00")) <= at
+            ]
         else:
             time_min = datetime.fromisoformat(query["timeMin"].replace("Z", "+00:00"))
             items = world.listing(world.calendar_full, calendar, time_min, at)
+            items = items + [
+                e for e in self.fake.written[calendar].values() if e["status"] != "cancelled"
+            ]
         size = min(int(query.get("maxResults", 250)), GOOGLE_PAGE)
         page = items[offset : offset + size]
         body: dict[str, Any] = {

@@ -601,3 +601,34 @@ def test_the_daemon_starts_without_its_broker_and_publishes_once_it_is_up(tmp_pa
         if watcher:
             watcher.close()
         broker.stop()
+
+
+def test_a_full_calendar_reads_no_window_and_the_buttons_answer_nothing(
+    settings, store, broker, watcher
+):
+    from bridge.cycle.recommend import recommend
+    from tests.test_no_window import FULL, MONDAY_0505, NEXT_WINDOW, store_events
+
+    store_events(store, FULL)
+    recommend(store, settings, MONDAY_0505)
+    settings = with_mqtt(settings, port=broker.port)
+    link = MqttLink(settings, store, clock=lambda: MONDAY_0505, answer=page_answer(settings, store))
+    link.start()
+    try:
+        watcher.wait_for(lambda latest: latest.get(f"{BASE}/answers/availability") == "online")
+        watcher.wait_for(lambda latest: f"{BASE}/belief_work/attributes" in latest)
+        by_id = configs_by_id(watcher)
+        component, config = by_id["rhythm-bridge_recommendation"]
+        assert watcher.latest[config["state_topic"]] == "NO_WINDOW"
+        assert state_problems(config, component, dict(watcher.latest)) == []
+        attrs = json.loads(watcher.latest[config["json_attributes_topic"]])
+        assert "no free window" in attrs["reason"]
+        start = attrs["next_window"]["start"]
+        assert start == NEXT_WINDOW[0].isoformat()
+        watcher.press(by_id["rhythm-bridge_accept"][1]["command_topic"])
+        time.sleep(0.5)
+        assert feedback_rows(store) == []
+        with store.session() as session:
+            assert session.execute(select(Recommendation)).first() is None
+    finally:
+        link.close()

@@ -198,10 +198,12 @@ def server(push_settings, store, memory_keyring) -> Iterator[tuple[str, str]]:
         web.stop()
 
 
-def post(url: str, path: str, body: bytes, token: str | None, **headers: str) -> httpx.Response:
+def post(
+    url: str, path: str, body: bytes, token: str | None, timeout: float = 30, **headers: str
+) -> httpx.Response:
     if token:
         headers["authorization"] = f"Bearer {token}"
-    return httpx.post(url + path, content=body, headers=headers, timeout=30)
+    return httpx.post(url + path, content=body, headers=headers, timeout=timeout)
 
 
 def readings(store: Store) -> int:

@@ -152,3 +152,60 @@ def test_eval_family_flag_checks_its_input():
     assert bad.exit_code == 2 and "--family 'nobody'" in bad.stderr
     bad = runner.invoke(app, ["eval", "--family", "habits", "--adapter", "--people", "1"])
     assert bad.exit_code == 2 and "rhythm only" not in bad.stderr and "--adapter" in bad.stderr
+
+
+def test_the_belief_comes_with_its_posterior_sd_which_shrinks_with_answers():
+    runner = BundledRunner()
+    before = runner.recommend({"slot": 0}, []).extra["belief_sd"]
+    assert len(before) == 3 and all(0.2 < x < 0.35 for x in before)
+    ep = run_episode(BundledRunner(), person("in", 5), 28)
+    after = runner.recommend({"slot": 0}, ep.history()).extra["belief_sd"]
+    assert all(a < b for a, b in zip(after, before, strict=True))
+    assert max(after) < 0.15  # a month's answers: sure enough for the page
+
+
+def test_mixture_training_is_reproducible_and_names_its_families(tmp_path):
+    import json
+
+    from bridge.sim.train import simulate, train
+
+    a, b = (train(tmp_path / f"{x}.npz", 3, 12, 24, ("rhythm", "habits")) for x in "ab")
+    with np.load(a.path) as x, np.load(b.path) as y:
+        assert json.loads(str(x["meta"]))["families"] == ["rhythm", "habits"]
+        assert all(np.array_equal(x[k], y[k]) for k in ("accept_w", "delta_w", "delta_sd"))
+    # the mixture draws people from each family it is given, reproducibly per seed
+    one = simulate(6, 8, 1, ("rhythm",))
+    two = simulate(6, 8, 1, ("rhythm", "habits"))
+    assert not np.array_equal(one["prof"][:48], two["prof"][: len(one["prof"][:48])])
+
+
+def test_leave_one_family_out_in_ci_size():
+    from bridge.sim.lofo import format_lofo, lofo
+
+    report = lofo(
+        ("rhythm", "habits"),
+        n_people=3,
+        slots=30,
+        train_people=12,
+        train_slots=24,
+        tune_people=2,
+        tune_slots=16,
+    )
+    assert [f["held_out"] for f in report["folds"]] == ["rhythm", "habits"]
+    for fold in report["folds"]:
+        assert fold["held_out"] not in fold["trained_on"]
+        assert fold["in"]["family"] == fold["ood"]["family"] == fold["held_out"]
+        assert fold["in"]["split"] == "in" and fold["ood"]["split"] == "ood"
+        assert {"bundled", "linear-ts", "oracle", "random"} <= set(fold["in"]["runners"])
+        assert fold["linear_ts_tuning"]  # tuned on the training families only
+    assert len(report["summary"]) == 4
+    text = format_lofo(report)
+    assert "| habits | ood |" in text and ("[met]" in text or "[MISSED]" in text)
+
+
+def test_train_and_lofo_options_are_checked():
+    runner = CliRunner()
+    bad = runner.invoke(app, ["train-model", "--families", "rhythm,nobody", "--people", "10"])
+    assert bad.exit_code == 2 and "--families 'rhythm,nobody'" in bad.stderr
+    bad = runner.invoke(app, ["eval", "--lofo", "--families", "rhythm"])
+    assert bad.exit_code == 2 and "at least two" in bad.stderr

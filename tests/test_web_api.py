@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from html import escape
 
@@ -389,3 +390,27 @@ def test_every_api_route_is_documented_in_the_readme(demo, memory_keyring):
     for route in api:
         for method in sorted(route.methods - {"HEAD"}):
             assert f"`{method} {route.path}" in readme, f"{method} {route.path} is not in README"
+
+
+def test_an_axis_the_model_is_unsure_of_says_not_sure_yet(demo, memory_keyring):
+    from bridge.web.views import UNSURE_SD
+
+    settings, store = demo
+    with store.session() as s:
+        row = s.get(Recommendation, rec_id(store))
+    stored = json.loads(row.belief_sd)  # the demo's bundled runner states it
+    assert len(stored) == 3 and all(0.0 <= x <= 0.5 for x in stored)
+    with store.transaction() as s:
+        row = s.get(Recommendation, rec_id(store))
+        row.belief = "[0.2, 0.8, 0.55]"
+        row.belief_sd = json.dumps([UNSURE_SD + 0.1, UNSURE_SD - 0.1, UNSURE_SD + 0.01])
+    with client(settings, store) as c:
+        html = c.get("/").text
+    rows = re.findall(r"<dt>(\w+)</dt><dd>(.*?)</dd>", html)
+    unsure = {axis for axis, body in rows if "not sure yet" in body}
+    assert unsure == {"social", "work"}
+    assert "± 0.25" in html and "± 0.05" in html
+    with store.transaction() as s:
+        s.get(Recommendation, rec_id(store)).belief_sd = None  # e.g. a runner without one
+    with client(settings, store) as c:
+        assert "not sure yet" not in c.get("/").text

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import delete, select, update
 
-from bridge.cycle.recommend import min_minutes, recommend
+from bridge.cycle.recommend import NoWindow, min_minutes, recommend
 from bridge.errors import ConfigError
 from bridge.intake.ingest import import_file
 from bridge.out.snapshot import build_snapshot, recommendation_document
@@ -223,16 +223,21 @@ def test_a_declined_invitation_leaves_its_time_free(store, settings):
     assert rec.slot == 2 and window(doc)[0] == at(2026, 11, 30, 17, 0)
 
 
-def test_no_window_in_the_look_ahead_gives_a_null_window_with_the_reason(week, settings):
+def test_no_window_in_the_look_ahead_recommends_nothing_and_says_why(week, settings):
     short = settings.model_copy(
         update={"windows": settings.windows.model_copy(update={"look_ahead_slots": 1})}
     )
-    rec, doc = make(week, short, at(2026, 11, 23, 5, 5))
-    assert rec.slot == 0 and doc["window"] is None
-    assert "no free window" in doc["window_reason"]
+    gap = recommend(week, short, at(2026, 11, 23, 5, 5), runner_name="bundled")
+    assert isinstance(gap, NoWindow) and gap.action is None
+    assert "no free window" in gap.reason
+    with week.session() as s:
+        assert s.execute(select(Recommendation)).first() is None
     snap = build_snapshot(week, short, at(2026, 11, 23, 5, 5))
     validate_snapshot(snap)
-    assert snap["recommendation"]["window"] is None
+    assert snap["recommendation"] is None
+    assert snap["no_window"]["reason"] == gap.reason
+    # The Monday morning shift ends at 12:30: the next free window is that afternoon.
+    assert snap["no_window"]["next_window"]["start"] == "2026-11-23T12:30:00+01:00"
 
 
 def test_no_recommendation_overlaps_busy_time_all_week(week, settings):

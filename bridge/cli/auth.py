@@ -1,4 +1,4 @@
-"""`rhythm-bridge auth google|whoop|garmin`, `auth status`, `auth revoke SOURCE`."""
+"""`rhythm-bridge auth google|google-write|whoop|garmin`, `auth status`, `auth revoke SOURCE`."""
 
 from __future__ import annotations
 
@@ -25,6 +25,15 @@ ModeOpt = Annotated[
         "loopback: listen on localhost for the browser; auto: loopback on a desktop, "
         "paste over SSH or without a display.",
     ),
+]
+
+
+NoBrowserOpt = Annotated[
+    bool, typer.Option("--no-browser", help="Loopback mode: print the URL, do not open it.")
+]
+ClientSecretsOpt = Annotated[
+    str | None,
+    typer.Option("--client-secrets", help="OAuth client JSON (default: from the config)."),
 ]
 
 
@@ -63,13 +72,8 @@ def _done(section: str, message: str) -> None:
 @auth_app.command("google")
 def google(
     mode: ModeOpt = "auto",
-    no_browser: Annotated[
-        bool, typer.Option("--no-browser", help="Loopback mode: print the URL, do not open it.")
-    ] = False,
-    client_secrets: Annotated[
-        str | None,
-        typer.Option("--client-secrets", help="OAuth client JSON (default: from the config)."),
-    ] = None,
+    no_browser: NoBrowserOpt = False,
+    client_secrets: ClientSecretsOpt = None,
     tasks: Annotated[
         bool | None,
         typer.Option(
@@ -106,6 +110,44 @@ def google(
 
 # `AuthExpired` and `status` name sources by their config section.
 auth_app.command("google_calendar", hidden=True)(google)
+
+
+@auth_app.command("google-write")
+def google_write(
+    mode: ModeOpt = "auto",
+    no_browser: NoBrowserOpt = False,
+    client_secrets: ClientSecretsOpt = None,
+    revoke: Annotated[
+        bool,
+        typer.Option("--revoke", help="Withdraw the write permission and delete its token."),
+    ] = False,
+) -> None:
+    """Allow (or with --revoke, withdraw) writing your accepted suggestions into a Google
+    calendar: a consent of its own for the events scope; the sync stays read-only."""
+    from bridge.auth.secrets import Secrets
+
+    settings = current_settings()
+    secrets = Secrets.from_settings(settings)
+    if revoke:
+        import httpx
+
+        from bridge.intake.connect import revoke_google_write
+
+        with httpx.Client(timeout=settings.http.timeout_seconds) as client:
+            typer.echo(f"google_write: {revoke_google_write(settings, secrets, client)}")
+        return
+    from bridge.intake.connect import authorize_google_write
+
+    typer.echo(
+        authorize_google_write(
+            settings,
+            secrets,
+            _prompter(),
+            loopback=_loopback(mode),
+            open_browser=not no_browser,
+            client_secrets_file=client_secrets,
+        )
+    )
 
 
 @auth_app.command("whoop")
@@ -152,6 +194,14 @@ def status(as_json: JsonOpt = False) -> None:
             line += f"; access token expires {expires}"
         if not row["credentials_stored"] or row["sync_status"] == "reauth_required":
             line += f"\n{'':18}run `{row['command']}`"
+        typer.echo(line)
+    write = doc["google_write"]
+    if write["enabled"] or write["consent_stored"]:
+        state = "consent stored" if write["consent_stored"] else "no consent"
+        line = f"  {'google_write':<16}{state:<20}{'on' if write['enabled'] else 'off'}"
+        line += f", calendar {write['calendar']!r}"
+        if write["enabled"] and not write["consent_stored"]:
+            line += f"\n{'':18}run `{write['command']}`"
         typer.echo(line)
 
 

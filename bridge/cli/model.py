@@ -19,6 +19,12 @@ def train_model(
         Path | None,
         typer.Option("--out", help="Write the artifact here (default: the bundled model)."),
     ] = None,
+    families: Annotated[
+        str,
+        typer.Option(
+            "--families", help="Simulator families to mix, comma-separated (default: all)."
+        ),
+    ] = "rhythm,fatigue,habits,shifts",
     as_json: JsonOpt = False,
 ) -> None:
     """Train the bundled model on simulated people (reproducible for a given seed)."""
@@ -27,16 +33,50 @@ def train_model(
     from bridge.runner.bundled import default_model_path
     from bridge.sim.train import train
 
-    report = train(out or default_model_path(), seed=seed, n_people=people)
+    names = _families(families, "--families")
+    report = train(out or default_model_path(), seed=seed, n_people=people, families=names)
     if as_json:
         print_json(asdict(report))
         return
     typer.echo(
-        f"trained on {report.people} simulated people ({report.samples} interactions, "
+        f"trained on {report.people} simulated people of {', '.join(names)} "
+        f"({report.samples} interactions, "
         f"seed {report.seed}) in {report.seconds:.0f}s: accept log-loss "
         f"{report.accept_log_loss:.3f}, meter-change RMSE {report.delta_rmse:.4f}; "
         f"wrote {report.path} ({report.size_bytes / 1024:.0f} KiB)"
     )
+
+
+def _families(text: str, option: str) -> tuple[str, ...]:
+    from bridge.sim.families import NAMES
+
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    unknown = [x for x in names if x not in NAMES]
+    if unknown or not names:
+        raise InputError(f"{option} {text!r}: use names from {', '.join(NAMES)}")
+    return names
+
+
+def _lofo(
+    families: str, people: int, seed: int, train_people: int, slots: int, as_json: bool
+) -> None:
+    from bridge.sim.lofo import format_lofo, lofo
+
+    names = _families(families, "--families")
+    if len(names) < 2:
+        raise InputError(f"--families {families!r}: leaving one out needs at least two")
+    report = lofo(
+        names,
+        n_people=people,
+        seed=seed,
+        train_people=train_people,
+        slots=slots,
+        progress=None if as_json else lambda n: typer.echo(n + "…", err=True),
+    )
+    if as_json:
+        print_json(report)
+        return
+    typer.echo(format_lofo(report))
 
 
 @app.command("eval")
@@ -68,6 +108,23 @@ def eval_(
             "--family", help="Simulated people: rhythm (default), fatigue, habits or shifts."
         ),
     ] = "rhythm",
+    lofo: Annotated[
+        bool,
+        typer.Option(
+            "--lofo",
+            help="Leave one family out: per family, train on the others and evaluate on it "
+            "(in and ood, --people per family).",
+        ),
+    ] = False,
+    families: Annotated[
+        str, typer.Option("--families", help="With --lofo: the families, comma-separated.")
+    ] = "rhythm,fatigue,habits,shifts",
+    train_people: Annotated[
+        int, typer.Option("--train-people", min=10, help="With --lofo: training people per fold.")
+    ] = 600,
+    slots: Annotated[
+        int, typer.Option("--slots", min=8, help="Interactions per person (default 112).")
+    ] = 112,
     as_json: JsonOpt = False,
 ) -> None:
     """Run random, heuristic, bundled, no-prior, linear-ts and oracle over the same people."""
@@ -76,6 +133,9 @@ def eval_(
 
     if split not in ("in", "ood"):
         raise InputError(f"--split {split!r}: use 'in' or 'ood'")
+    if lofo:
+        _lofo(families, people, seed, train_people, slots, as_json)
+        return
     if family not in NAMES:
         raise InputError(f"--family {family!r}: use one of {', '.join(NAMES)}")
     if adapter and family != "rhythm":
@@ -91,6 +151,7 @@ def eval_(
         progress=None if as_json else lambda n: typer.echo(f"running {n}…", err=True),
         calendars=calendars,
         family=family,
+        slots=slots,
     )
     if plot is not None:
         from bridge.sim.plot import write_plot

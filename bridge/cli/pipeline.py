@@ -119,9 +119,10 @@ def run(
         for outcome in report.synced:
             typer.echo(outcome.line())
         rec = report.recommendation or {}
+        what = rec.get("action") or f"none ({rec.get('no_window')})"
         typer.echo(
             f"cycle done in {report.seconds:.1f}s: {report.classified} events classified, "
-            f"{report.slots} slots computed, recommendation {rec.get('action')}; "
+            f"{report.slots} slots computed, recommendation {what}; "
             f"snapshot {report.snapshot}"
         )
         from bridge.out.mqtt.link import publish_once
@@ -159,11 +160,13 @@ def import_(
     if kind == "ics" and path.lower().startswith(("http://", "https://", "webcal://")):
         summary = import_feed(current_store(), path, ctx, force=force)
     else:
+        # The database is opened (and brought to the newest schema) before the bar shows:
+        # a Ctrl-C the person gives while watching the bar then lands in the import, which
+        # is one transaction, never in a migration.
+        store = current_store()
         try:
             with records_progress(f"importing {Path(path).name}") as progress:
-                summary = import_file(
-                    current_store(), kind, Path(path), ctx, force=force, progress=progress
-                )
+                summary = import_file(store, kind, Path(path), ctx, force=force, progress=progress)
         except KeyboardInterrupt:
             # The import is one transaction: Ctrl-C rolled all of it back.
             typer.echo("interrupted; nothing from this file was stored", err=True)
@@ -446,12 +449,36 @@ def recommend(
         else:
             typer.echo(f"{rec['action']} — {rec['rationale']} [{rec['runner']}]")
         return
+    from bridge.cycle.recommend import NoWindow
     from bridge.cycle.recommend import recommend as make
-    from bridge.out.snapshot import answer_of, recommendation_document
+    from bridge.out.snapshot import answer_of, no_window_document, recommendation_document
 
     settings = current_settings()
     store = current_store()
-    rec = make(store, settings, datetime.now(UTC))
+    now = datetime.now(UTC)
+    rec = make(store, settings, now)
+    if isinstance(rec, NoWindow):
+        gap = no_window_document(store, settings, now)
+        if as_json:
+            # The keys a reader of the recommendation looks at, null; and why.
+            print_json(
+                {
+                    "id": None,
+                    "action": None,
+                    "window": None,
+                    "window_reason": rec.reason,
+                    "no_window": gap,
+                }
+            )
+        else:
+            nxt = (gap or {}).get("next_window")
+            typer.echo(f"nothing recommended: {rec.reason}")
+            typer.echo(
+                f"next free window: {nxt['start']} to {nxt['end']}"
+                if nxt
+                else "next free window: none in the calendar for the next days"
+            )
+        return
     # The slot's recommendation may already be answered: show the answer, as the page does.
     doc = recommendation_document(rec, answer_of(store, rec.id), settings.tz)
     if as_json:

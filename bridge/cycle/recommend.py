@@ -199,19 +199,83 @@ def configured_runner(settings: Settings, name: str | None = None) -> Any:
         raise BridgeError(f"config key 'runner': {err}") from None
 
 
+NEXT_FREE_DAYS = 7  # how far past a fully booked look-ahead the next free window is sought
+
+
+@dataclass(frozen=True)
+class NoWindow:
+    """No recommendation: no slot of the look-ahead has a window long enough for any action.
+
+    Nothing is stored that could be answered; the state is kept in the meta table (see
+    bridge.out.snapshot.NO_WINDOW_META) for the snapshot, the page, the API and MQTT.
+    """
+
+    key: SlotKey
+    reason: str
+    look_ahead_until: datetime
+    next_window: Interval | None
+
+    id = None
+    action = None
+
+
+def next_free_window(
+    store: Store, settings: Settings, after: SlotKey, now: datetime, need: int
+) -> Interval | None:
+    """The first window of at least `need` minutes in the NEXT_FREE_DAYS after slot `after`."""
+    keys = [after.next()]
+    while len(keys) < NEXT_FREE_DAYS * 4:
+        keys.append(keys[-1].next())
+    lo, _ = slot_bounds(keys[0], settings.tz, settings.boundaries)
+    _, hi = slot_bounds(keys[-1], settings.tz, settings.boundaries)
+    busy = busy_between(store, lo, hi)
+    for k in keys:
+        for start, end in slot_free(settings, k, busy, now):
+            if end - start >= timedelta(minutes=need):
+                return start, end
+    return None
+
+
+def _no_window(store: Store, settings: Settings, key: SlotKey, plan: Plan, now: datetime):
+    """Keep the no-window state (what the outputs show) and return it."""
+    from bridge.out.snapshot import save_no_window
+
+    last = key
+    for _ in range(settings.windows.look_ahead_slots - 1):
+        last = last.next()
+    _, until = slot_bounds(last, settings.tz, settings.boundaries)
+    need = min(min_minutes(settings).values())
+    gap = NoWindow(
+        key=key,
+        reason=plan.reason or "no free window",
+        look_ahead_until=until,
+        next_window=next_free_window(store, settings, last, now, need),
+    )
+    save_no_window(store, gap.key, gap.reason, gap.look_ahead_until, gap.next_window)
+    return gap
+
+
 def recommend(
     store: Store, settings: Settings, now: datetime, *, runner_name: str | None = None
-) -> Recommendation:
+) -> Recommendation | NoWindow:
     """The recommendation for the coming slot; made once per slot and then kept.
 
     It is for a free window of the calendar: when the coming slot has none long enough for
-    any action, it is made for the next slot that has one (and says so).
+    any action, it is made for the next slot that has one (and says so). When no slot of
+    the look-ahead has one, nothing is recommended: the NoWindow says why, and when the
+    next free window is (if the calendar shows one within NEXT_FREE_DAYS).
     """
+    from bridge.out.snapshot import clear_no_window
+
     key = target_slot(settings, now)
     existing = _existing(store, key)
     if existing is not None:
+        clear_no_window(store)
         return existing
     plan = plan_slot(store, settings, key, now)
+    if not plan.available:
+        return _no_window(store, settings, key, plan, now)
+    clear_no_window(store)
     if plan.key != key:
         existing = _existing(store, plan.key)
         if existing is not None:
@@ -222,24 +286,21 @@ def recommend(
     history = interaction_history(store, key, after=getattr(runner, "history_since", None))
     rec = runner.recommend(obs, history)
     fallback_reason = rec.fallback_reason
-    if plan.available and rec.action not in plan.available:
+    if rec.action not in plan.available:
         # A runner that ignores the calendar must not put an action where it cannot happen.
         from bridge.runner.heuristic import HeuristicRunner
 
         wrong = rec.action
         rec = HeuristicRunner().recommend(obs, history)
         fallback_reason = f"{runner_name or settings.runner.name} chose {wrong}, no window for it"
-    window = (
-        window_for(rec.action, plan.free, min_minutes(settings), settings.windows.max_minutes)
-        if plan.available
-        else None
-    )
+    window = window_for(rec.action, plan.free, min_minutes(settings), settings.windows.max_minutes)
     row = {
         "local_date": key.local_date,
         "slot": key.slot,
         "timestep": key.timestep,
         "action": rec.action,
         "belief": json.dumps(rec.belief),
+        "belief_sd": json.dumps(rec.extra["belief_sd"]) if rec.extra.get("belief_sd") else None,
         "rationale": rec.rationale,
         "runner": rec.runner,
         "runner_version": rec.runner_version,
@@ -332,6 +393,7 @@ def reschedule(
             "timestep": key.timestep,
             "action": rec.action,
             "belief": rec.belief,
+            "belief_sd": rec.belief_sd,
             "rationale": (
                 f"rescheduled from the {SlotKey(rec.local_date, rec.slot).name} of "
                 f"{rec.local_date.isoformat()}: the next free window for {rec.action}"

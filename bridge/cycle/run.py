@@ -20,7 +20,7 @@ from typing import Any
 
 from bridge.config import Settings
 from bridge.cycle.classify import classify_events
-from bridge.cycle.recommend import recommend
+from bridge.cycle.recommend import NoWindow, recommend
 from bridge.cycle.tasks import classify_tasks
 from bridge.errors import BridgeError, Cancelled
 from bridge.files import private_dir
@@ -40,6 +40,7 @@ class CycleReport:
     recommendation: dict[str, Any] | None = None
     implicit: dict[str, list[int]] = field(default_factory=dict)
     notified: dict[str, str] = field(default_factory=dict)
+    google_write: dict[str, Any] = field(default_factory=dict)
     snapshot: str | None = None
     seconds: float = 0.0
 
@@ -75,15 +76,33 @@ def answer_implicitly(store: Store, settings: Settings, now: datetime) -> dict[s
     return {"accepted": found.accepted, "rescheduled": found.rescheduled, "expired": found.expired}
 
 
-def announce(store: Store, settings: Settings, rec: Recommendation, now: datetime) -> dict:
-    """Notify about the recommendation once per channel; a failing notifier never stops a cycle."""
-    from bridge.out.notify import notify_recommendation
+def announce(
+    store: Store, settings: Settings, rec: Recommendation | NoWindow, now: datetime
+) -> dict:
+    """Notify about the recommendation (or that the calendar leaves no window) once per
+    channel; a failing notifier never stops a cycle."""
+    from bridge.out.notify import notify_no_window, notify_recommendation
 
     try:
+        if isinstance(rec, NoWindow):
+            return notify_no_window(store, settings, now)
         return notify_recommendation(store, settings, rec, now)
     except Exception:
         log.exception("notifications crashed; the cycle goes on")
         return {}
+
+
+def write_to_google(store: Store, settings: Settings, now: datetime) -> dict[str, Any]:
+    """The opt-in write-back of answered suggestions; it never stops a cycle."""
+    if not settings.google_write.enabled:
+        return {}
+    from bridge.out.google_write import push
+
+    try:
+        return push(store, settings, now).as_dict()
+    except Exception:
+        log.exception("google_write crashed; the cycle goes on")
+        return {"status": "error"}
 
 
 def run_cycle(
@@ -136,11 +155,20 @@ def run_cycle(
             report.slots = recompute_meters(store, settings, now, progress=progress)
         boundary()
         rec = recommend(store, settings, now)
-        report.recommendation = {"id": rec.id, "action": rec.action, "rationale": rec.rationale}
+        if isinstance(rec, NoWindow):
+            report.recommendation = {"id": None, "action": None, "no_window": rec.reason}
+        else:
+            report.recommendation = {
+                "id": rec.id,
+                "action": rec.action,
+                "rationale": rec.rationale,
+            }
         boundary()
         report.implicit = answer_implicitly(store, settings, now)
         boundary()
         report.notified = announce(store, settings, rec, now)
+        boundary()
+        report.google_write = write_to_google(store, settings, now)
         boundary()
         doc = build_snapshot(store, settings, now)
         report.snapshot = str(write_snapshot(doc, settings.export_path))
@@ -152,7 +180,7 @@ def run_cycle(
         len(report.synced),
         report.classified,
         report.slots,
-        rec.action,
+        rec.action or "none (no window)",
         report.seconds,
     )
     return report

@@ -138,6 +138,41 @@ def _token_transport(token_url: str) -> Iterator[None]:
 # --- Google -----------------------------------------------------------------------------
 
 
+def _google_flow(
+    settings: Settings, client_secrets_file: str | None, scopes: list[str]
+) -> tuple[Any, int]:
+    """The installed-app flow on the person's OAuth client, for `scopes`; and its port."""
+    from google_auth_oauthlib.flow import InstalledAppFlow
+
+    cfg = settings.sources.google_calendar
+    path = Path(client_secrets_file or cfg.client_secrets_file).expanduser()
+    if not str(path) or str(path) == "." or not path.is_file():
+        raise ConfigError(
+            "[sources.google_calendar] client_secrets_file: set it to the OAuth client JSON "
+            "downloaded from the Google Cloud console (APIs & Services > Credentials > "
+            "OAuth client ID > Desktop app), or pass --client-secrets PATH"
+        )
+    port = cfg.redirect_port
+    try:
+        flow = InstalledAppFlow.from_client_secrets_file(
+            str(path), scopes=scopes, redirect_uri=f"http://localhost:{port}/"
+        )
+    except (ValueError, KeyError, OSError) as err:
+        raise ConfigError(f"{path}: not an OAuth client secrets file: {err}") from None
+    flow.client_config["token_uri"] = cfg.token_url
+    return flow, port
+
+
+def _revoke_at_google(settings: Settings, client: httpx.Client, info: dict[str, Any]) -> str | None:
+    """POST the stored token to Google's revoke endpoint; None when none is stored."""
+    token = info.get("refresh_token") or info.get("token")
+    if not token:
+        return None
+    # In the form body, never in the URL: URLs end up in logs.
+    resp = client.post(settings.sources.google_calendar.revoke_url, data={"token": token})
+    return "revoked at Google" if resp.status_code == 200 else f"Google answered {resp.status_code}"
+
+
 def authorize_google(
     settings: Settings,
     secrets: Secrets,
@@ -150,30 +185,14 @@ def authorize_google(
 ) -> str:
     """InstalledAppFlow with calendar.readonly (and tasks.readonly when `tasks`) and
     offline access; stores the credentials. One token serves both Google sources."""
-    from google_auth_oauthlib.flow import InstalledAppFlow
-
     from connectors.google_calendar import SCOPES, save_credentials
     from connectors.google_tasks import SCOPE as TASKS_SCOPE
 
     cfg = settings.sources.google_calendar
-    path = Path(client_secrets_file or cfg.client_secrets_file).expanduser()
-    if not str(path) or str(path) == "." or not path.is_file():
-        raise ConfigError(
-            "[sources.google_calendar] client_secrets_file: set it to the OAuth client JSON "
-            "downloaded from the Google Cloud console (APIs & Services > Credentials > "
-            "OAuth client ID > Desktop app), or pass --client-secrets PATH"
-        )
     prompt.say(GOOGLE_TESTING_WARNING)
-    port = cfg.redirect_port
-    try:
-        flow = InstalledAppFlow.from_client_secrets_file(
-            str(path),
-            scopes=[*SCOPES, TASKS_SCOPE] if tasks else list(SCOPES),
-            redirect_uri=f"http://localhost:{port}/",
-        )
-    except (ValueError, KeyError, OSError) as err:
-        raise ConfigError(f"{path}: not an OAuth client secrets file: {err}") from None
-    flow.client_config["token_uri"] = cfg.token_url
+    flow, port = _google_flow(
+        settings, client_secrets_file, [*SCOPES, TASKS_SCOPE] if tasks else list(SCOPES)
+    )
     if tasks:
         # Google's consent page lets the person untick Tasks; oauthlib would then refuse
         # the whole answer ("scope has changed"). Calendar still works: accept it and say so.
@@ -211,13 +230,68 @@ def authorize_google(
 def revoke_google(settings: Settings, secrets: Secrets, client: httpx.Client) -> str:
     from connectors.google_calendar import TOKEN_SECRET
 
-    info = secrets.get_json(TOKEN_SECRET) or {}
-    token = info.get("refresh_token") or info.get("token")
-    if not token:
-        return "no Google token stored"
-    # In the form body, never in the URL: URLs end up in logs.
-    resp = client.post(settings.sources.google_calendar.revoke_url, data={"token": token})
-    return "revoked at Google" if resp.status_code == 200 else f"Google answered {resp.status_code}"
+    return (
+        _revoke_at_google(settings, client, secrets.get_json(TOKEN_SECRET) or {})
+        or "no Google token stored"
+    )
+
+
+def authorize_google_write(
+    settings: Settings,
+    secrets: Secrets,
+    prompt: Prompter,
+    *,
+    loopback: bool = False,
+    open_browser: bool = True,
+    client_secrets_file: str | None = None,
+) -> str:
+    """A consent of its own for Google's events scope (the write-back), kept apart from the
+    read-only token of the calendar sync, so either can be revoked without the other."""
+    from connectors.google_calendar import WRITE_SCOPE, WRITE_TOKEN_SECRET, save_credentials
+
+    cfg = settings.sources.google_calendar
+    prompt.say(
+        "This lets rhythm-bridge create, change and delete events in your Google calendars "
+        f"(scope {WRITE_SCOPE}). It only ever writes the suggestions you accept, into the "
+        f"calendar [google_write] calendar names ({settings.google_write.calendar!r})."
+    )
+    prompt.say(GOOGLE_TESTING_WARNING)
+    flow, port = _google_flow(settings, client_secrets_file, [WRITE_SCOPE])
+    # Google's consent page lets the person untick the permission; say so instead of
+    # oauthlib's "scope has changed".
+    os.environ.setdefault("OAUTHLIB_RELAX_TOKEN_SCOPE", "1")
+    with _token_transport(cfg.token_url):
+        creds = _google_consent(flow, prompt, loopback, open_browser, port)
+    answer = (flow.oauth2session.token or {}).get("scope") or []
+    granted = set(answer.split() if isinstance(answer, str) else answer)
+    if granted and WRITE_SCOPE not in granted:
+        raise BridgeError(
+            "the permission to edit events was not ticked on Google's consent page; run "
+            "`rhythm-bridge auth google-write` again and allow it"
+        )
+    if not creds.refresh_token:
+        raise BridgeError(
+            "Google returned no refresh token; remove rhythm-bridge's access at "
+            "myaccount.google.com/permissions and run the command again"
+        )
+    save_credentials(secrets, creds, WRITE_TOKEN_SECRET)
+    tail = (
+        ""
+        if settings.google_write.enabled
+        else "; turn it on in the config: [google_write] enabled = true"
+    )
+    return f"Google Calendar write-back allowed (scope calendar.events, offline access){tail}"
+
+
+def revoke_google_write(settings: Settings, secrets: Secrets, client: httpx.Client) -> str:
+    """Revoke the write consent at Google and forget its token (the sync's token stays)."""
+    from connectors.google_calendar import WRITE_TOKEN_SECRET
+
+    at_google = _revoke_at_google(settings, client, secrets.get_json(WRITE_TOKEN_SECRET) or {})
+    if at_google is None:
+        return "no write consent stored"
+    secrets.delete(WRITE_TOKEN_SECRET)
+    return f"{at_google}; the write token is deleted"
 
 
 # --- WHOOP ------------------------------------------------------------------------------
@@ -371,7 +445,15 @@ def auth_status(settings: Settings, secrets: Secrets, store: Any) -> dict[str, A
                 "sync_status": state.status if state else "never",
             }
         )
-    return {"keyring": secrets.description, "sources": rows}
+    from connectors.google_calendar import WRITE_TOKEN_SECRET
+
+    write = {
+        "enabled": settings.google_write.enabled,
+        "calendar": settings.google_write.calendar,
+        "consent_stored": bool((secrets.get_json(WRITE_TOKEN_SECRET) or {}).get("refresh_token")),
+        "command": "rhythm-bridge auth google-write",
+    }
+    return {"keyring": secrets.description, "sources": rows, "google_write": write}
 
 
 def revoke(settings: Settings, secrets: Secrets, section: str, client: httpx.Client) -> str:

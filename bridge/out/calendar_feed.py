@@ -33,12 +33,15 @@ def feed_entries(store: Store, today: date) -> list[tuple[Recommendation, Feedba
             .where(Recommendation.local_date >= since, Recommendation.window_start.is_not(None))
             .order_by(Recommendation.local_date, Recommendation.slot)
         ).all()
-    out = []
-    for rec, fb in rows:
-        answer = fb.response if fb else None
-        if answer == "accepted" or (rec.rescheduled_from is not None and answer not in GONE):
-            out.append((rec, fb))
-    return out
+    return [(rec, fb) for rec, fb in rows if in_feed(rec, fb)]
+
+
+def in_feed(rec: Recommendation, fb: Feedback | None) -> bool:
+    """Accepted, or a Reschedule's proposal not (yet) ignored, rescheduled or expired."""
+    if rec.window_start is None:
+        return False
+    answer = fb.response if fb else None
+    return answer == "accepted" or (rec.rescheduled_from is not None and answer not in GONE)
 
 
 def build_feed(store: Store, now: datetime) -> bytes:

@@ -141,20 +141,24 @@ def webhook_message(settings: Settings, doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _send(client: httpx.Client, settings: Settings, channel: str, doc: dict[str, Any]) -> None:
+    if channel == "ntfy":
+        token = _callback_token(settings) if settings.notify.callback_url else None
+        _post(client, settings, channel, ntfy_message(settings, doc, token))
+    else:
+        _post(client, settings, channel, webhook_message(settings, doc))
+
+
+def _post(client: httpx.Client, settings: Settings, channel: str, body: dict[str, Any]) -> None:
+    """POST one message to ntfy (with its access token, if any) or to the webhook."""
     cfg = settings.notify
     if channel == "ntfy":
-        token = _callback_token(settings) if cfg.callback_url else None
         headers = {}
         ntfy_token = _secret(settings, NTFY_KEYRING_USER)
         if ntfy_token:
             headers["Authorization"] = f"Bearer {ntfy_token}"
-        response = client.post(
-            cfg.ntfy_server.rstrip("/") + "/",
-            json=ntfy_message(settings, doc, token),
-            headers=headers,
-        )
+        response = client.post(cfg.ntfy_server.rstrip("/") + "/", json=body, headers=headers)
     else:
-        response = client.post(cfg.webhook_url, json=webhook_message(settings, doc))
+        response = client.post(cfg.webhook_url, json=body)
     if response.status_code >= 400:
         raise httpx.HTTPStatusError(
             f"HTTP {response.status_code}", request=response.request, response=response
@@ -244,6 +248,79 @@ def notify_recommendation(
                 log.warning("notification via %s failed: %s", channel, error)
             _finish(store, rec.id, channel, error)
             results[channel] = "sent" if error is None else f"failed: {error}"
+    finally:
+        if own:
+            client.close()
+    return results
+
+
+def _when(w: dict[str, str] | None) -> str:
+    if not w:
+        return "none in the calendar for the next days"
+    start, end = datetime.fromisoformat(w["start"]), datetime.fromisoformat(w["end"])
+    return f"{start:%a %d %b %H:%M}-{end:%H:%M}"
+
+
+def no_window_messages(settings: Settings, doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ntfy and webhook JSON saying that nothing is recommended, why, and the next window.
+
+    No Accept / Ignore buttons: there is nothing to answer.
+    """
+    cfg = settings.notify
+    base = cfg.callback_url.rstrip("/")
+    title = "Nothing recommended: your calendar is full"
+    text = f"{doc['reason']}\nNext free window: {_when(doc['next_window'])}"
+    ntfy: dict[str, Any] = {
+        "topic": cfg.ntfy_topic,
+        "title": title,
+        "message": text,
+        "tags": ["rhythm-bridge"],
+    }
+    if base:
+        ntfy["click"] = f"{base}/"
+        ntfy["actions"] = [{"action": "view", "label": "Open", "url": f"{base}/"}]
+    webhook = {
+        "event": "no_window",
+        "title": title,
+        "no_window": doc,
+        "page_url": f"{base}/" if base else None,
+    }
+    return {"ntfy": ntfy, "webhook": webhook}
+
+
+def notify_no_window(
+    store: Store, settings: Settings, now: datetime, *, client: httpx.Client | None = None
+) -> dict[str, str]:
+    """Say once per channel that the calendar leaves no window, for as long as it stays so.
+
+    The channels told are kept with the no-window state: the next full slot is the same
+    news and is not sent again; a failed send is tried again on the next cycle.
+    """
+    from bridge.out.snapshot import load_no_window, mark_no_window_notified, no_window_document
+
+    wanted = channels(settings)
+    state = load_no_window(store)
+    doc = no_window_document(store, settings, now)
+    if not wanted or state is None or doc is None:
+        return {}
+    todo = [c for c in wanted if c not in state["notified"]]
+    if not todo:
+        return {}
+    bodies = no_window_messages(settings, doc)
+    results: dict[str, str] = {}
+    own = client is None
+    client = client or httpx.Client(timeout=settings.notify.timeout_seconds)
+    try:
+        for channel in todo:
+            try:
+                _post(client, settings, channel, bodies[channel])
+            except httpx.HTTPError as err:
+                error = str(err) if isinstance(err, httpx.HTTPStatusError) else type(err).__name__
+                log.warning("notification via %s failed: %s", channel, error)
+                results[channel] = f"failed: {error}"
+                continue
+            mark_no_window_notified(store, channel)
+            results[channel] = "sent"
     finally:
         if own:
             client.close()

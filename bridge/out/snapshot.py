@@ -14,18 +14,31 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from bridge.config import Settings
 from bridge.files import private_dir
 from bridge.store import Store
-from bridge.store.models import CalendarEvent, Feedback, MeterSnapshot, Recommendation, SyncState
+from bridge.store.models import (
+    CalendarEvent,
+    Feedback,
+    Meta,
+    MeterSnapshot,
+    Recommendation,
+    SyncState,
+)
 from mappings.actions import METERS
 from mappings.slots import SLOT_NAMES, SlotKey, day_bounds
 
 # 1.1 added the recommendation's "window" and "window_reason" (additive: a reader of 1
-# keeps working when it ignores unknown fields).
-SCHEMA_ID = "rhythm-bridge/snapshot@1.1"
+# keeps working when it ignores unknown fields). 1.2 added "no_window": set (and
+# "recommendation" null) when the calendar leaves no window in the whole look-ahead.
+SCHEMA_ID = "rhythm-bridge/snapshot@1.2"
+NO_WINDOW_META = "no_window"
+
+
+def utcnow_aware() -> datetime:
+    return datetime.now(UTC)
 
 
 def iso(value: datetime | None) -> str | None:
@@ -93,6 +106,97 @@ def recommendation_document(
     }
 
 
+def load_no_window(store: Store) -> dict[str, Any] | None:
+    """The stored no-window state as the cycle saved it (UTC instants), or None."""
+    raw = store.get_meta(NO_WINDOW_META)
+    return json.loads(raw) if raw else None
+
+
+def save_no_window(
+    store: Store,
+    key: SlotKey,
+    reason: str,
+    look_ahead_until: datetime,
+    next_window: tuple[datetime, datetime] | None,
+) -> None:
+    """Keep the no-window state for the coming slot `key`.
+
+    While the calendar stays full from one cycle to the next it is the same episode: when
+    it began and the channels already told are kept, so nobody is told again every slot.
+    """
+    before = load_no_window(store) or {}
+    doc = {
+        "date": key.local_date.isoformat(),
+        "slot": key.slot,
+        "reason": reason,
+        "look_ahead_until": iso(look_ahead_until),
+        "next_window": [iso(next_window[0]), iso(next_window[1])] if next_window else None,
+        "since": before.get("since") or iso(utcnow_aware()),
+        "notified": before.get("notified", []),
+    }
+    with store.transaction() as session:
+        store.set_meta(session, NO_WINDOW_META, json.dumps(doc))
+
+
+def mark_no_window_notified(store: Store, channel: str) -> None:
+    doc = load_no_window(store)
+    if doc is None or channel in doc["notified"]:
+        return
+    doc["notified"].append(channel)
+    with store.transaction() as session:
+        store.set_meta(session, NO_WINDOW_META, json.dumps(doc))
+
+
+def clear_no_window(store: Store) -> None:
+    """A recommendation was made: the episode of a full calendar is over."""
+    if store.get_meta(NO_WINDOW_META) is None:
+        return
+    with store.transaction() as session:
+        session.execute(delete(Meta).where(Meta.key == NO_WINDOW_META))
+
+
+def no_window_document(
+    store: Store, settings: Settings, now: datetime, tz: tzinfo | None = None
+) -> dict[str, Any] | None:
+    """Why there is no recommendation for the coming slot, when that is so; else None.
+
+    Shown only while it is about the coming slot (or a later one) and no recommendation
+    is there: a state left from an earlier slot, or one a new recommendation ended, is not.
+    """
+    from bridge.clock import target_slot
+
+    doc = load_no_window(store)
+    if doc is None:
+        return None
+    target = target_slot(settings, now)
+    key = SlotKey(date.fromisoformat(doc["date"]), doc["slot"])
+    if (key.local_date, key.slot) < (target.local_date, target.slot):
+        return None
+    with store.session() as session:
+        if upcoming_recommendation(session, target) is not None:
+            return None
+    return no_window_view(doc, tz or settings.tz)
+
+
+def no_window_view(doc: dict[str, Any], tz: tzinfo | None) -> dict[str, Any]:
+    """The stored state as the outputs show it: instants in the person's offset."""
+    nxt = doc.get("next_window")
+    return {
+        "date": doc["date"],
+        "slot": doc["slot"],
+        "slot_name": SLOT_NAMES[doc["slot"]],
+        "reason": doc["reason"],
+        "look_ahead_until": local_iso(datetime.fromisoformat(doc["look_ahead_until"]), tz),
+        "next_window": {
+            "start": local_iso(datetime.fromisoformat(nxt[0]), tz),
+            "end": local_iso(datetime.fromisoformat(nxt[1]), tz),
+        }
+        if nxt
+        else None,
+        "since": doc["since"],
+    }
+
+
 def answer_of(store: Store, recommendation_id: int | None) -> Feedback | None:
     """The answer given to a recommendation, if any (there is at most one)."""
     if recommendation_id is None:
@@ -132,12 +236,14 @@ def current_recommendation(
     store: Store, settings: Settings, now: datetime
 ) -> dict[str, Any] | None:
     """What the buttons answer: the recommendation for the coming slot (or the later one a
-    busy slot moved it to), else the current slot's; None if neither."""
+    busy slot moved it to), else the current slot's; None if neither, or when the calendar
+    leaves no window in the look-ahead (then there is nothing to answer: see no_window)."""
     from bridge.clock import current_slot, target_slot
 
+    gap = no_window_document(store, settings, now)
     with store.session() as session:
         found = upcoming_recommendation(session, target_slot(settings, now))
-        if found is None:
+        if found is None and gap is None:
             cur = current_slot(settings, now)
             row = session.execute(
                 select(Recommendation, Feedback)
@@ -250,6 +356,7 @@ def build_snapshot(
         "current": current,
         "slots": slots,
         "recommendation": recommendation_document(*found, settings.tz) if found else None,
+        "no_window": None if found else no_window_document(store, settings, now),
         "events_today": events_of_day(store, settings, cur.local_date),
         "sources": source_documents(store),
     }

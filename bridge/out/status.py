@@ -192,8 +192,27 @@ def collect_status(settings: Settings, store: Store, now: datetime | None = None
         "sources": sources,
         "push_devices": push_devices(settings, store),
         "freshness": freshness(store, now),
-        "warnings": silence_warnings(settings, store, now),
+        "warnings": silence_warnings(settings, store, now) + google_write_warnings(settings, store),
+        "google_write": google_write_status(settings, store),
     }
+
+
+def google_write_status(settings: Settings, store: Store) -> dict[str, Any] | None:
+    """The last push to Google Calendar (opt-in), or None when it is off."""
+    if not settings.google_write.enabled:
+        return None
+    from bridge.out.google_write import last_push
+
+    return {"calendar": settings.google_write.calendar, "last_push": last_push(store)}
+
+
+def google_write_warnings(settings: Settings, store: Store) -> list[str]:
+    """What the person must do for the write-back to go on (a consent to give again)."""
+    doc = google_write_status(settings, store)
+    last = (doc or {}).get("last_push") or {}
+    if last.get("status") in ("needs_consent", "retry", "error") and last.get("error"):
+        return [last["error"]]
+    return []
 
 
 # ---- the text report ------------------------------------------------------------------

@@ -180,6 +180,9 @@ class BundledRunner:
         m = self.model
         post = self.posterior(history)
         belief = post @ m.grid
+        # The posterior sd per axis: how sure the belief is (the page says "not sure yet"
+        # above bridge.web.views.UNSURE_SD).
+        sd = np.sqrt(np.maximum(post @ m.grid**2 - belief**2, 0.0))
         slot, meters = int(observation.get("slot", 0)) % 4, meters_of(observation)
         every = np.arange(len(ACTIONS))
         busy = booked(observation.get("free_minutes")) if self.calendar else 0.0
@@ -218,7 +221,10 @@ class BundledRunner:
             rationale,
             self.name,
             self.version,
-            extra={"expected_accept": float(expected[a])},
+            extra={
+                "expected_accept": float(expected[a]),
+                "belief_sd": [round(float(x), 3) for x in sd],
+            },
         )
 
 

@@ -270,6 +270,8 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     def add(name: str, value: Any, ok: bool) -> None:
         rows.append({"target": name, "value": value, "met": bool(ok)})
 
+    if report.get("family", "rhythm") != "rhythm":
+        return transfer_targets(report)  # the older targets were set for rhythm only
     if report.get("calendars"):
         share = b["busy_overlap_share"]
         add("bundled recommendations over busy time = 0", share, share == 0.0)

@@ -27,18 +27,15 @@ from bridge.runner.features import (
     delta_context,
     profile_features,
 )
-from bridge.sim.calendar import month
-from bridge.sim.population import SPLIT_SEEDS, people
-from bridge.sim.world import (
-    HABIT,
-    N_ACTIONS,
-    N_METERS,
-    accept_probability,
-    expected_delta,
-)
+from bridge.sim.families import NAMES
+from bridge.sim.family import SimPerson
+from bridge.sim.population import SPLIT_SEEDS
+from bridge.sim.world import N_ACTIONS, N_METERS
 from mappings.actions import ACTIONS
 
-MODEL_VERSION = "2"  # 2: the slot's calendar (how booked, what is scheduled) in the context
+# 2: the slot's calendar (how booked, what is scheduled) in the context; 3: trained on a
+# mixture of simulator families
+MODEL_VERSION = "3"
 DEFAULT_PEOPLE = 1500
 DEFAULT_SLOTS = 112
 CALENDAR_SHARE = 0.6  # the rest live without a calendar, as a person with no calendar source
@@ -56,40 +53,51 @@ class TrainReport:
     size_bytes: int
 
 
-def simulate(n_people: int, slots: int, seed: int) -> dict[str, np.ndarray]:
+def _training_person(name: str, index: int, seed: int, rng: np.random.Generator) -> SimPerson:
+    from bridge.sim.families import family
+    from bridge.sim.families.rhythm import RhythmFamily
+
+    if name == "rhythm":  # rhythm people get a calendar as often as before
+        return RhythmFamily(calendars=bool(rng.random() < CALENDAR_SHARE)).person(
+            "train", index, seed
+        )
+    return family(name).person("train", index, seed)
+
+
+def simulate(
+    n_people: int, slots: int, seed: int, families: tuple[str, ...] = ("rhythm",)
+) -> dict[str, np.ndarray]:
     """Interactions of training people under random recommendations (wide coverage).
 
-    Recommendations are random among the actions the person's calendar has room for, as
-    the pipeline never recommends the others.
+    Each person comes from a family drawn at random from `families` (a randomized
+    mixture, reproducible per seed). Recommendations are random among the actions the
+    person's calendar has room for, as the pipeline never recommends the others.
     """
     rng = np.random.default_rng([seed, 7])
     ctx, dctx, prof, act, acc, dlt, ok = [], [], [], [], [], [], []
-    for person in people("train", n_people, seed):
+    for index in range(n_people):
+        name = families[int(rng.integers(len(families)))]
+        person = _training_person(name, index, seed, rng)
         meters = rng.uniform(0.1, 0.95, N_METERS)  # start anywhere: cover low meters too
-        cals = month(person.seed, slots) if rng.random() < CALENDAR_SHARE else None
         for t in range(slots):
             slot = t % 4
-            if cals is None:
+            cal = person.calendar(t)
+            if cal is None:
                 a, busy, sched = int(rng.integers(N_ACTIONS)), 0.0, None
-                p = accept_probability(person, slot, meters)
             else:
-                cal = cals[t]
-                room = [i for i, name in enumerate(ACTIONS) if cal.fits(name)]
+                room = [i for i, x in enumerate(ACTIONS) if cal.fits(x)]
                 if not room:  # nothing is recommended into a fully booked slot
-                    meters = np.clip(meters + expected_delta(person, HABIT[slot], slot), 0, 1)
+                    meters = person.advance(t, meters, 0, False, rng)
                     continue
                 a = int(room[int(rng.integers(len(room)))])
                 busy = booked(cal.free_minutes)
                 sched = ACTIONS.index(cal.active_event) if cal.active_event else None
-                p = accept_probability(person, slot, meters, busy, sched)
-            accepted = rng.random() < p[a]
-            done = a if accepted else HABIT[slot]
-            after = np.clip(
-                meters + expected_delta(person, done, slot) + rng.normal(0, 0.015, N_METERS), 0, 1
-            )
+            p = person.accept_probabilities(t, meters, cal)
+            accepted = bool(rng.random() < p[a])
+            after = person.advance(t, meters, a, accepted, rng)
             ctx.append(context(slot, meters, busy, a == sched))
             dctx.append(delta_context(slot))
-            prof.append(person.belief)
+            prof.append(person.profile(t))
             act.append(a)
             acc.append(accepted)
             dlt.append(after - meters)
@@ -145,18 +153,24 @@ def fit(data: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], float, floa
             coef = np.linalg.solve(Xm.T @ Xm + 1e-3 * np.eye(Xm.shape[1]), Xm.T @ ym)
             delta_w[a, :, :, m] = coef.reshape(N_DCTX, N_PROF)
             resid = ym - Xm @ coef
-            delta_sd[a, m] = max(float(resid.std()), 0.01)
+            # A tiny training run may have no usable change for an action: a wide spread
+            # then says "no evidence" instead of a warning.
+            delta_sd[a, m] = max(float(resid.std()), 0.01) if len(resid) > 1 else 0.1
             sq.append(resid**2)
     arrays = {"accept_w": accept_w, "delta_w": delta_w, "delta_sd": delta_sd}
     return arrays, float(np.concatenate(losses).mean()), float(np.sqrt(np.concatenate(sq).mean()))
 
 
 def train(
-    out: Path, seed: int = 0, n_people: int = DEFAULT_PEOPLE, slots: int = DEFAULT_SLOTS
+    out: Path,
+    seed: int = 0,
+    n_people: int = DEFAULT_PEOPLE,
+    slots: int = DEFAULT_SLOTS,
+    families: tuple[str, ...] = NAMES,
 ) -> TrainReport:
     """Simulate, fit, and write the artifact as NPZ (arrays only; loaded without pickle)."""
     started = time.perf_counter()
-    data = simulate(n_people, slots, seed)
+    data = simulate(n_people, slots, seed, tuple(families))
     arrays, log_loss, rmse = fit(data)
     meta = {
         "model_version": MODEL_VERSION,
@@ -164,6 +178,7 @@ def train(
         "people": n_people,
         "slots_per_person": slots,
         "split": "train",
+        "families": list(families),
         "split_seed_base": SPLIT_SEEDS["train"],
         "samples": len(data["action"]),
         "accept_log_loss": round(log_loss, 4),

@@ -165,6 +165,8 @@ class Recommendation(SQLModel, table=True):
     timestep: int
     action: str = Field(max_length=24)
     belief: str = Field(default="null", max_length=64)  # JSON [S, M, W] or null
+    # JSON [sd S, sd M, sd W]: the runner's posterior sd per axis; null if it states none
+    belief_sd: str | None = Field(default=None, max_length=64)
     rationale: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
     runner: str = Field(max_length=32)
     runner_version: str = Field(default="", max_length=32)
@@ -219,6 +221,26 @@ class Notification(SQLModel, table=True):
     last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     created_at: datetime
     sent_at: datetime | None = None
+
+
+class GoogleWrite(SQLModel, table=True):
+    """An event written to the person's Google calendar for a recommendation (opt-in).
+
+    What Google holds as far as we know: `state` present (with the content written) or
+    absent (deleted by us). What it should hold is derived from the answers on every push,
+    so an answer is never lost between a failed write and the next cycle.
+    """
+
+    __tablename__ = "google_writes"
+    __table_args__ = (UniqueConstraint("recommendation_id", name="uq_google_write_rec"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    recommendation_id: int = Field(foreign_key="recommendations.id")
+    calendar_id: str = Field(max_length=300)
+    event_id: str = Field(max_length=64)
+    state: str = Field(max_length=16)  # present|absent
+    content_hash: str = Field(default="", max_length=64)
+    updated_at: datetime
 
 
 class ImplicitWatch(SQLModel, table=True):

@@ -157,7 +157,13 @@ def _localtime(value: str | None, tz: Any) -> str:
     return datetime.fromisoformat(value).astimezone(tz).strftime("%H:%M") if value else ""
 
 
+def _localwhen(value: str | None, tz: Any) -> str:
+    """Weekday, date and time: the next free window may be days away."""
+    return datetime.fromisoformat(value).astimezone(tz).strftime("%a %d %b %H:%M") if value else ""
+
+
 templates.env.filters["localtime"] = _localtime
+templates.env.filters["localwhen"] = _localwhen
 
 
 def _state(request: Request) -> WebState:
@@ -191,7 +197,8 @@ def page_view(request: Request) -> Response:
             "meters": meter_doc,
             "cards": cards,
             "rec": rec,
-            "belief": views.belief_rows(rec["belief"]) if rec else None,
+            "no_window": None if rec else views.no_window(st.store, st.settings, now),
+            "belief": views.belief_rows(rec["belief"], rec.get("belief_sd")) if rec else None,
             "events": views.events_today(st.store, st.settings, now),
             "labels": LABELS,
             "history": views.interaction_history(st.store, tz=st.settings.tz),
@@ -329,7 +336,10 @@ def api_history(request: Request) -> Response:
 
 def api_recommendation(request: Request) -> Response:
     st = _state(request)
-    return JSONResponse({"recommendation": views.recommendation(st.store, st.settings, st.now())})
+    now = st.now()
+    rec = views.recommendation(st.store, st.settings, now)
+    gap = None if rec else views.no_window(st.store, st.settings, now)
+    return JSONResponse({"recommendation": rec, "no_window": gap})
 
 
 async def api_feedback(request: Request) -> Response:

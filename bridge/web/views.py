@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -12,6 +13,7 @@ from bridge.out.snapshot import (
     answered_document,
     current_recommendation,
     events_of_day,
+    no_window_document,
     recommendation_document,
     slot_documents,
 )
@@ -43,9 +45,26 @@ def meters(store: Store, settings: Settings, now: datetime, days: int = TREND_DA
     }
 
 
+# Above this posterior sd an axis of the belief is shown as "not sure yet": a belief that
+# knows nothing (the bundled model's prior) has an sd of about 0.27 per axis; in simulation
+# it falls below 0.15 after roughly a week of answers.
+UNSURE_SD = 0.15
+
+
 def recommendation(store: Store, settings: Settings, now: datetime) -> dict[str, Any] | None:
-    """The recommendation the page's buttons answer (see current_recommendation)."""
-    return current_recommendation(store, settings, now)
+    """The recommendation the page's buttons answer (see current_recommendation), with the
+    runner's uncertainty about its belief (`belief_sd`, None if it stated none)."""
+    doc = current_recommendation(store, settings, now)
+    if doc is not None:
+        with store.session() as session:
+            row = session.get(Recommendation, doc["id"])
+            doc["belief_sd"] = json.loads(row.belief_sd) if row and row.belief_sd else None
+    return doc
+
+
+def no_window(store: Store, settings: Settings, now: datetime) -> dict[str, Any] | None:
+    """Why nothing is recommended, when the calendar leaves no window in the look-ahead."""
+    return no_window_document(store, settings, now)
 
 
 def interaction_history(
@@ -77,12 +96,20 @@ def status(store: Store, settings: Settings) -> dict[str, Any]:
     return doc
 
 
-def belief_rows(belief: list[float] | None) -> list[dict[str, Any]] | None:
-    """[S, M, W] as labelled rows for the page; None when the runner has no belief."""
+def belief_rows(
+    belief: list[float] | None, sd: list[float] | None = None
+) -> list[dict[str, Any]] | None:
+    """[S, M, W] as labelled rows for the page; None when the runner has no belief.
+
+    An axis whose posterior sd is above UNSURE_SD is marked `unsure` ("not sure yet").
+    """
     if not belief:
         return None
-    pairs = zip(BELIEF_AXES, belief, strict=False)
-    return [{"axis": axis, "value": value} for axis, value in pairs]
+    sds = list(sd) if sd and len(sd) == len(belief) else [None] * len(belief)
+    return [
+        {"axis": axis, "value": value, "sd": s, "unsure": s is not None and s > UNSURE_SD}
+        for axis, value, s in zip(BELIEF_AXES, belief, sds, strict=False)
+    ]
 
 
 def meter_cards(doc: dict[str, Any]) -> list[dict[str, Any]]:

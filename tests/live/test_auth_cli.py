@@ -487,3 +487,81 @@ def test_auth_google_tasks_unticked_on_the_consent_page_keeps_calendar(
     assert stored["refresh_token"] and stored["scopes"] == [
         "https://www.googleapis.com/auth/calendar.readonly"
     ]  # so Tasks says "run auth google --tasks" instead of failing with 403
+
+
+# ---- the write-back's own consent ------------------------------------------------------
+
+EVENTS_SCOPE = "https://www.googleapis.com/auth/calendar.events"
+
+
+def test_auth_google_write_asks_only_for_the_events_scope_and_keeps_its_own_token(
+    config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from connectors.google_calendar import WRITE_TOKEN_SECRET
+
+    secrets = _secrets(config)
+    read_token = {"refresh_token": "1//read-only-refresh", "token": "ya29.read"}
+    secrets.set_json(GOOGLE_TOKEN, read_token)
+    fake_requests_token_endpoint(
+        monkeypatch,
+        lambda form: {
+            "access_token": "ya29.google-write-access",
+            "refresh_token": "1//google-write-refresh",
+            "expires_in": 3599,
+            "scope": EVENTS_SCOPE,
+            "token_type": "Bearer",
+        },
+    )
+    browser = FakeBrowser("4/0google-write-code")
+    result = _run(
+        config, "auth", "google-write", "--mode", "paste", browser=browser, monkeypatch=monkeypatch
+    )
+    assert result.exit_code == 0, result.output
+    assert browser.opened["scope"] == [EVENTS_SCOPE]  # nothing but the events scope
+    assert browser.opened["access_type"] == ["offline"]
+    assert "[google_write] enabled = true" in result.output
+    assert any("only ever writes the suggestions you accept" in line for line in browser.said)
+    stored = _secrets(config).get_json(WRITE_TOKEN_SECRET) or {}
+    assert stored["refresh_token"] == "1//google-write-refresh"
+    assert _secrets(config).get_json(GOOGLE_TOKEN) == read_token  # the sync's token untouched
+    assert "1//google-write-refresh" not in result.output
+    _state.clear()
+    status = json.loads(_run(config, "auth", "status", "--json").output)["google_write"]
+    assert status["consent_stored"] and not status["enabled"]
+    assert "google_write    consent stored" in _run(config, "auth", "status").output
+    _state.clear()
+
+    with respx.mock(assert_all_called=True) as mock:
+        route = mock.post("https://oauth2.googleapis.com/revoke").mock(
+            return_value=httpx.Response(200)
+        )
+        revoked = _run(config, "auth", "google-write", "--revoke")
+    assert revoked.exit_code == 0, revoked.output
+    assert "revoked at Google" in revoked.output
+    assert b"1%2F%2Fgoogle-write-refresh" in route.calls.last.request.content
+    assert _secrets(config).get_json(WRITE_TOKEN_SECRET) is None
+    assert _secrets(config).get_json(GOOGLE_TOKEN) == read_token
+
+
+def test_auth_google_write_unticked_on_the_consent_page_stores_nothing(
+    config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from connectors.google_calendar import WRITE_TOKEN_SECRET
+
+    fake_requests_token_endpoint(
+        monkeypatch,
+        lambda form: {
+            "access_token": "ya29.google-access",
+            "refresh_token": "1//google-refresh",
+            "expires_in": 3599,
+            "scope": "openid",
+            "token_type": "Bearer",
+        },
+    )
+    browser = FakeBrowser("4/0google-write-code")
+    result = _run(
+        config, "auth", "google-write", "--mode", "paste", browser=browser, monkeypatch=monkeypatch
+    )
+    assert result.exit_code == 2, result.output
+    assert "not ticked" in result.output and "rhythm-bridge auth google-write" in result.output
+    assert _secrets(config).get_json(WRITE_TOKEN_SECRET) is None

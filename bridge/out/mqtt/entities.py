@@ -20,6 +20,9 @@ from mappings.actions import ACTIONS, BELIEF_AXES, METERS
 ONLINE, OFFLINE = "online", "offline"
 ANSWERS = ("accept", "ignore", "reschedule")
 NONE = "None"  # Home Assistant's payload for "unknown"
+# The recommendation sensor's state when the calendar leaves no window in the look-ahead:
+# one of the enum's options, so Home Assistant shows it (and automations can match it).
+NO_WINDOW = "NO_WINDOW"
 TOP_INPUTS = 3
 ICONS = {
     "vitality": "mdi:heart-pulse",
@@ -147,7 +150,7 @@ def configs(topics: Topics, sources: list[str]) -> dict[str, tuple[str, dict[str
             "recommendation",
             "Recommendation",
             device_class="enum",
-            options=list(ACTIONS),
+            options=[*ACTIONS, NO_WINDOW],
             icon="mdi:lightbulb-on-outline",
         ),
     )
@@ -243,10 +246,18 @@ def meter_states(slot: dict[str, Any] | None) -> dict[str, tuple[str, dict[str, 
     return out
 
 
-def recommendation_states(rec: dict[str, Any] | None) -> dict[str, tuple[str, dict[str, Any]]]:
-    """The recommendation and the belief [S, M, W] the runner made it with."""
+def recommendation_states(
+    rec: dict[str, Any] | None, no_window: dict[str, Any] | None = None
+) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The recommendation and the belief [S, M, W] the runner made it with; NO_WINDOW with
+    the reason and the next free window when the calendar leaves no room."""
     if rec is None:
-        out = {"recommendation": (NONE, {"reason": "no recommendation for this slot yet"})}
+        if no_window is not None:
+            attrs = {k: no_window.get(k) for k in ("date", "slot", "slot_name", "reason")}
+            attrs["next_window"] = no_window.get("next_window")
+            out = {"recommendation": (NO_WINDOW, attrs)}
+        else:
+            out = {"recommendation": (NONE, {"reason": "no recommendation for this slot yet"})}
         for axis in BELIEF_AXES:
             out[f"belief_{axis}"] = (NONE, {})
         return out
@@ -307,10 +318,11 @@ def messages(
     slot: dict[str, Any] | None,
     rec: dict[str, Any] | None,
     status: dict[str, Any],
+    no_window: dict[str, Any] | None = None,
 ) -> Messages:
     """All retained messages for the current state (configs first, so entities exist)."""
     sources = source_states(status["sources"], status.get("warnings", []))
-    found = {**meter_states(slot), **recommendation_states(rec), **sources}
+    found = {**meter_states(slot), **recommendation_states(rec, no_window), **sources}
     enabled = [s["source"] for s in status["sources"] if s["enabled"]]
     out = Messages()
     for object_id, (component, config) in configs(topics, enabled).items():

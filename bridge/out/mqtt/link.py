@@ -216,7 +216,11 @@ class MqttLink:
     def current(self) -> Messages:
         """Every discovery config and state as of now, read from the store."""
         from bridge.clock import current_slot
-        from bridge.out.snapshot import current_recommendation, slot_documents
+        from bridge.out.snapshot import (
+            current_recommendation,
+            no_window_document,
+            slot_documents,
+        )
         from bridge.out.status import collect_status
 
         now = self.clock()
@@ -224,8 +228,9 @@ class MqttLink:
         slots = slot_documents(self.store, cur.local_date, cur)
         slot = next((s for s in slots if s["slot"] == cur.slot), None)
         rec = current_recommendation(self.store, self.settings, now)
+        gap = None if rec else no_window_document(self.store, self.settings, now)
         status = collect_status(self.settings, self.store, now)
-        return messages(self.topics, slot, rec, status)
+        return messages(self.topics, slot, rec, status, gap)
 
     def publish(self, timeout: float | None = None) -> bool:
         """Publish everything (retained); False when not connected (done on connect then).
