@@ -312,3 +312,28 @@ def test_a_calendar_that_cannot_be_written_is_named_in_status(week, wsettings, f
     status = collect_status(cfg, week, MONDAY + timedelta(minutes=3))
     assert error in status["warnings"]
     assert all(not events for events in fake.written.values())
+
+
+def test_another_calendar_in_the_config_moves_the_written_events(week, wsettings, fake):
+    rec = accepted(week, wsettings)
+    push(week, wsettings, MONDAY + timedelta(minutes=2))
+    moved = wsettings.model_copy(
+        update={
+            "google_write": wsettings.google_write.model_copy(
+                update={"calendar": "work@example.com"}
+            )
+        }
+    )
+    report = push(week, moved, MONDAY + timedelta(minutes=17))
+    assert (report.deleted, report.inserted) == (1, 1)
+    eid = event_id(rec)
+    assert fake.written["primary"][eid]["status"] == "cancelled"
+    assert fake.written["work@example.com"][eid]["status"] == "confirmed"
+    assert rows(week)[rec.id].calendar_id == "work@example.com"
+
+
+def test_suggestions_already_over_when_it_is_turned_on_stay_out(week, wsettings, fake):
+    rec = accepted(week, wsettings)
+    after = rec.window_end + timedelta(minutes=1)
+    assert push(week, wsettings, after).inserted == 0
+    assert fake.written["primary"] == {} and fake.counts["/google/token"] == 0

@@ -221,7 +221,7 @@ def google_write_warnings(settings: Settings, store: Store) -> list[str]:
 def when(value: str | datetime | None, now: datetime, tz: tzinfo) -> str:
     """An instant as local wall time with how long ago (or until): '2026-11-14 09:12 (5 days
     ago)'; 'never' for None."""
-    from mappings.freshness import human_age
+    from mappings.ages import human_age
 
     if value is None:
         return "never"
