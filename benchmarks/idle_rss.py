@@ -101,6 +101,9 @@ def loaded_libraries(pid: int) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--settle", type=float, default=5.0)
+    parser.add_argument(
+        "--web-port", type=int, help="also serve the web page on this port (and fetch it once)"
+    )
     args = parser.parse_args()
 
     bare, _ = import_cost()
@@ -123,6 +126,7 @@ def main() -> None:
         config.write_text(
             f'timezone = "Europe/Berlin"\ndata_dir = "{data}"\n'
             f'[sources.ics]\nenabled = true\npaths = ["{calendar}"]\n'
+            + (f"[web]\nenabled = true\nport = {args.web_port}\n" if args.web_port else "")
         )
         env = {**os.environ, "RHYTHM_BRIDGE_CONFIG": str(config)}
         subprocess.run(
@@ -150,14 +154,20 @@ def main() -> None:
                 child_peak = max(child_peak, children_peak(daemon.pid))
                 time.sleep(0.1)
             cycle = time.monotonic() - started
+            if args.web_port:
+                import urllib.request
+
+                with urllib.request.urlopen(f"http://127.0.0.1:{args.web_port}/", timeout=60):
+                    pass
             time.sleep(args.settle)
             status = proc_status(daemon.pid)
             libraries = loaded_libraries(daemon.pid)
         finally:
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(120)
+        what = "daemon with the web page" if args.web_port else "daemon"
         print(
-            f"daemon: first cycle done after {cycle:.1f} s (process start included); idle "
+            f"{what}: first cycle done after {cycle:.1f} s (process start included); idle "
             f"{args.settle:.0f} s later: RSS {status['VmRSS']:.0f} MB, peak {status['VmHWM']:.0f} "
             f"MB; {status['VmRSS'] / bare:.1f}x a bare interpreter; heavy libraries loaded: "
             f"{', '.join(libraries) or 'none'}"

@@ -13,9 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mappings.ages import human_age
 from mappings.frames import NS_PER_HOUR, Events, Readings
 from mappings.inputs import HABITS
 from mappings.signals import SIGNALS
+
+__all__ = ["human_age"]  # its home is mappings/ages.py (no pandas); kept importable here
 
 CALENDAR = "calendar"
 SLEEP_INPUTS = (
@@ -72,14 +75,3 @@ def meter_newest(newest: dict[str, np.ndarray], metrics: tuple[str, ...], n: int
 
 def age_hours(newest_ns: int, as_of_ns: int) -> float | None:
     return None if newest_ns < 0 else round(max(0, as_of_ns - newest_ns) / NS_PER_HOUR, 1)
-
-
-def human_age(hours: float | None) -> str:
-    """'40 min', '5 h', '3 days' (None: 'unknown')."""
-    if hours is None:
-        return "unknown"
-    if hours < 1:
-        return f"{round(hours * 60)} min"
-    if hours < 48:
-        return f"{round(hours)} h"
-    return f"{round(hours / 24)} days"

@@ -619,6 +619,7 @@ class FakeAPIs:
         # Set by tests: the statuses the next write requests answer instead (503, 429, ...).
         self.write_faults: list[int] = []
         self.write_log: list[tuple[str, str, str]] = []  # (method, calendar, event id)
+        self.read_only_calendars: set[str] = set()  # shared with the person read-only
         self.whoop_access: set[str] = set()
         self.whoop_refresh = "whoop-refresh-0"
         # Set by tests: a request for this path blocks until the event is set.
@@ -858,6 +859,11 @@ class _Handler(BaseHTTPRequestHandler):
         calendar = unquote(parts[1])
         if calendar not in CALENDARS:
             return self._google_error(404, "notFound", "Not Found")
+        if calendar in fake.read_only_calendars:
+            # A calendar shared with the person without write access.
+            return self._google_error(
+                403, "requiredAccessLevel", "You need to have writer access to this calendar."
+            )
         if fake.write_faults:
             status = fake.write_faults.pop(0)
             if status == 0:  # a dropped connection
@@ -904,10 +910,12 @@ class _Handler(BaseHTTPRequestHandler):
         eid = unquote(parts[3])
         event = events.get(eid)
         if event is None:
-            # Unknown here, or one of the world's own events: this client never wrote it.
             if eid in taken:
+                # One of the world's events (the person's own): Google would let its owner
+                # change it; this fake does not model that, and logs the attempt for the
+                # tests that check it never happens.
                 fake.write_log.append((method.lower(), calendar, eid))
-                return self._google_error(403, "forbidden", "Forbidden")
+                return self._send(501, {"error": "the fake does not change the world's events"})
             return self._google_error(404, "notFound", "Not Found")
         if method == "DELETE":
             if event["status"] == "cancelled":

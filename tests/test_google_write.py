@@ -255,9 +255,7 @@ def test_the_persons_own_events_are_never_touched(week, wsettings, fake):
     report = push(week, wsettings, MONDAY + timedelta(minutes=2))
     assert report.skipped and eid in report.skipped[0]
     assert fake.written["primary"][eid] == theirs
-    assert fake.write_log == []
-    # The world's events (the person's calendar) were never addressed at all.
-    assert all(e in (event_id(rec),) for _, _, e in fake.write_log)
+    assert fake.write_log == []  # nothing changed or deleted: not theirs, not the world's
 
 
 def test_the_sync_does_not_read_written_suggestions_back(week, wsettings, fake):
@@ -295,3 +293,47 @@ def test_the_sync_does_not_read_written_suggestions_back(week, wsettings, fake):
         uids = set(s.execute(select(CalendarEvent.uid)).scalars())
         assert uids  # the person's events are read
     assert event_id(rec) not in uids
+
+
+@pytest.mark.parametrize("calendar", ["work@example.com", "nosuch@group.calendar.google.com"])
+def test_a_calendar_that_cannot_be_written_is_named_in_status(week, wsettings, fake, calendar):
+    from bridge.cycle.run import run_cycle
+
+    fake.read_only_calendars.add("work@example.com")
+    cfg = wsettings.model_copy(
+        update={"google_write": wsettings.google_write.model_copy(update={"calendar": calendar})}
+    )
+    accepted(week, cfg)
+    report = run_cycle(cfg, week, now=MONDAY + timedelta(minutes=2), only=[])
+    assert report.google_write["status"] == "error" and report.snapshot is not None
+    error = report.google_write["error"]
+    assert f"[google_write] calendar {calendar!r}" in error
+    assert ("no writer access" if calendar.startswith("work") else "no such calendar") in error
+    status = collect_status(cfg, week, MONDAY + timedelta(minutes=3))
+    assert error in status["warnings"]
+    assert all(not events for events in fake.written.values())
+
+
+def test_another_calendar_in_the_config_moves_the_written_events(week, wsettings, fake):
+    rec = accepted(week, wsettings)
+    push(week, wsettings, MONDAY + timedelta(minutes=2))
+    moved = wsettings.model_copy(
+        update={
+            "google_write": wsettings.google_write.model_copy(
+                update={"calendar": "work@example.com"}
+            )
+        }
+    )
+    report = push(week, moved, MONDAY + timedelta(minutes=17))
+    assert (report.deleted, report.inserted) == (1, 1)
+    eid = event_id(rec)
+    assert fake.written["primary"][eid]["status"] == "cancelled"
+    assert fake.written["work@example.com"][eid]["status"] == "confirmed"
+    assert rows(week)[rec.id].calendar_id == "work@example.com"
+
+
+def test_suggestions_already_over_when_it_is_turned_on_stay_out(week, wsettings, fake):
+    rec = accepted(week, wsettings)
+    after = rec.window_end + timedelta(minutes=1)
+    assert push(week, wsettings, after).inserted == 0
+    assert fake.written["primary"] == {} and fake.counts["/google/token"] == 0

@@ -195,6 +195,14 @@ def status(as_json: JsonOpt = False) -> None:
         if not row["credentials_stored"] or row["sync_status"] == "reauth_required":
             line += f"\n{'':18}run `{row['command']}`"
         typer.echo(line)
+    write = doc["google_write"]
+    if write["enabled"] or write["consent_stored"]:
+        state = "consent stored" if write["consent_stored"] else "no consent"
+        line = f"  {'google_write':<16}{state:<20}{'on' if write['enabled'] else 'off'}"
+        line += f", calendar {write['calendar']!r}"
+        if write["enabled"] and not write["consent_stored"]:
+            line += f"\n{'':18}run `{write['command']}`"
+        typer.echo(line)
 
 
 @auth_app.command("revoke")

@@ -75,7 +75,7 @@ def _print_state(doc: dict[str, Any]) -> None:
     cur = doc.get("current")
     if cur:
         typer.echo(f"\nmeters for {cur['date']} {cur['slot_name']} (timestep {cur['timestep']}):")
-        from mappings.freshness import human_age
+        from mappings.ages import human_age
 
         for m in METERS:
             conf = cur["confidence"][m]
@@ -325,7 +325,7 @@ def meters(
         typer.echo(
             (f"{row['date']}  " if ranged else "") + f"{row['slot_name']:<10}" + "".join(cells)
         )
-    from mappings.freshness import human_age
+    from mappings.ages import human_age
 
     newest = rows[-1]
     ages = []

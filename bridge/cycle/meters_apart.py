@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import pickle
 import signal
 import subprocess
@@ -125,6 +126,11 @@ def main() -> None:
     """The child: read the job from stdin, run the meter step, answer on stdout."""
     # Ctrl-C in a terminal reaches the whole process group; the parent says what happened.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # The answer gets stdout to itself: anything else printed goes to stderr (the log), and
+    # cannot fill the pipe that the parent reads only once this process has ended.
+    sys.stdout.flush()
+    answer = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
     job = pickle.load(sys.stdin.buffer)
     from bridge.logs import setup_logging
 
@@ -139,12 +145,14 @@ def main() -> None:
         finally:
             store.dispose()
     except BridgeError as err:
-        print(json.dumps({"error": type(err).__name__, "message": str(err)}), flush=True)
+        print(json.dumps({"error": type(err).__name__, "message": str(err)}), file=answer)
+        answer.close()
         sys.exit(2)
     except Exception:
         log.exception("the meter step crashed")
         sys.exit(1)
-    print(json.dumps({"slots": slots}), flush=True)
+    print(json.dumps({"slots": slots}), file=answer)
+    answer.close()
 
 
 if __name__ == "__main__":

@@ -30,8 +30,8 @@ MAX_CYCLE_SECONDS = 30 * 60
 # After a stop signal the running cycle has this long to reach a step boundary (an import
 # checks at every batch of 5,000 records) before the process exits anyway, its open
 # transaction rolled back by the database; well inside systemd's TimeoutStopSec (120 s
-# in our unit). A step can outlast it on a loaded board: importing pandas, one meter
-# recompute.
+# in our unit). A step can outlast it on a loaded board: one sync's page, one write. The
+# meter step runs in a child process, which the stop ends at once (cycle/meters_apart.py).
 STOP_SECONDS = 20
 
 
@@ -118,9 +118,10 @@ def tune_heap() -> None:
 def trim_heap() -> None:
     """Give the heap freed by a cycle back to the OS (glibc's malloc_trim; else nothing).
 
-    A cycle builds and drops pandas frames on whichever scheduler thread runs it; glibc
-    keeps what they freed in per-thread arenas, so over weeks RSS creeps up by tens of MB
-    (benchmarks/soak.py) without any object being alive.
+    A cycle parses files and answers and drops them on whichever scheduler thread runs
+    it; glibc keeps what they freed in per-thread arenas, so over weeks RSS can creep up
+    without any object being alive. (The meter step's pandas frames, which did that by
+    tens of MB in benchmarks/soak.py, now live and die in a child process.)
     """
     libc = _glibc()
     if libc is not None:

@@ -445,7 +445,15 @@ def auth_status(settings: Settings, secrets: Secrets, store: Any) -> dict[str, A
                 "sync_status": state.status if state else "never",
             }
         )
-    return {"keyring": secrets.description, "sources": rows}
+    from connectors.google_calendar import WRITE_TOKEN_SECRET
+
+    write = {
+        "enabled": settings.google_write.enabled,
+        "calendar": settings.google_write.calendar,
+        "consent_stored": bool((secrets.get_json(WRITE_TOKEN_SECRET) or {}).get("refresh_token")),
+        "command": "rhythm-bridge auth google-write",
+    }
+    return {"keyring": secrets.description, "sources": rows, "google_write": write}
 
 
 def revoke(settings: Settings, secrets: Secrets, section: str, client: httpx.Client) -> str:

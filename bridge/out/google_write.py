@@ -55,6 +55,10 @@ class TryLater(BridgeError):
     """Network trouble, 429 or a server error: the next cycle tries again."""
 
 
+class CalendarRefused(BridgeError):
+    """The configured calendar does not exist or cannot be written with this account."""
+
+
 @dataclass
 class PushReport:
     inserted: int = 0
@@ -130,8 +134,11 @@ def _call(request: Any) -> tuple[int, dict[str, Any]]:
             return status, {}
         if status == 401:
             raise ConsentNeeded("Google refused the stored token (401)") from None
-        if status == 403 and reasons & {"insufficientPermissions", "forbidden"}:
+        if status == 403 and "insufficientPermissions" in reasons:
             raise ConsentNeeded("the stored consent does not allow writing events") from None
+        if status == 403 and reasons & {"requiredAccessLevel", "forbidden"}:
+            # A calendar shared with the person read-only, or someone else's.
+            raise CalendarRefused("Google refuses writing there (403, no writer access)") from None
         if status == 429 or (
             status == 403 and reasons & {"rateLimitExceeded", "userRateLimitExceeded"}
         ):
@@ -246,6 +253,14 @@ def push(
         except TryLater as err:
             report.status, report.error = "retry", f"google_write: {err}; tried again next cycle"
             log.warning("%s", report.error)
+        except CalendarRefused as err:
+            report.status = "error"
+            report.error = (
+                f"google_write: [google_write] calendar {settings.google_write.calendar!r}: "
+                f"{err}; name a calendar of yours (its id is in Google Calendar > Settings > "
+                "the calendar > Integrate calendar)"
+            )
+            log.warning("%s", report.error)
         except BridgeError as err:
             report.status, report.error = "retry", f"google_write: {err}"
             log.warning("%s", report.error)
@@ -297,6 +312,8 @@ def _one(store: Store, events: Any, op: Op, report: PushReport) -> None:
             _set_row(store, op.rec, op.calendar, "present", digest)
             report.inserted += 1
             return
+        if status == 404:
+            raise CalendarRefused("Google has no such calendar (404)")
         if status != 409:
             raise BridgeError(f"inserting event {eid} answered {status}")
         # The id exists: an earlier try got through, or we deleted it (Google keeps a

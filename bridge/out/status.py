@@ -210,7 +210,7 @@ def google_write_warnings(settings: Settings, store: Store) -> list[str]:
     """What the person must do for the write-back to go on (a consent to give again)."""
     doc = google_write_status(settings, store)
     last = (doc or {}).get("last_push") or {}
-    if last.get("status") in ("needs_consent", "retry") and last.get("error"):
+    if last.get("status") in ("needs_consent", "retry", "error") and last.get("error"):
         return [last["error"]]
     return []
 
@@ -221,7 +221,7 @@ def google_write_warnings(settings: Settings, store: Store) -> list[str]:
 def when(value: str | datetime | None, now: datetime, tz: tzinfo) -> str:
     """An instant as local wall time with how long ago (or until): '2026-11-14 09:12 (5 days
     ago)'; 'never' for None."""
-    from mappings.freshness import human_age
+    from mappings.ages import human_age
 
     if value is None:
         return "never"

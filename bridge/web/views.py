@@ -20,7 +20,7 @@ from bridge.out.snapshot import (
 from bridge.store import Store
 from bridge.store.models import Feedback, Recommendation
 from mappings.actions import BELIEF_AXES, METERS
-from mappings.freshness import human_age
+from mappings.ages import human_age
 from mappings.slots import SLOT_NAMES
 
 TREND_DAYS = 7

@@ -525,6 +525,11 @@ def test_auth_google_write_asks_only_for_the_events_scope_and_keeps_its_own_toke
     assert stored["refresh_token"] == "1//google-write-refresh"
     assert _secrets(config).get_json(GOOGLE_TOKEN) == read_token  # the sync's token untouched
     assert "1//google-write-refresh" not in result.output
+    _state.clear()
+    status = json.loads(_run(config, "auth", "status", "--json").output)["google_write"]
+    assert status["consent_stored"] and not status["enabled"]
+    assert "google_write    consent stored" in _run(config, "auth", "status").output
+    _state.clear()
 
     with respx.mock(assert_all_called=True) as mock:
         route = mock.post("https://oauth2.googleapis.com/revoke").mock(
