@@ -42,7 +42,8 @@ def train_model(
         f"trained on {report.people} simulated people of {', '.join(names)} "
         f"({report.samples} interactions, "
         f"seed {report.seed}) in {report.seconds:.0f}s: accept log-loss "
-        f"{report.accept_log_loss:.3f}, meter-change RMSE {report.delta_rmse:.4f}; "
+        f"{report.accept_log_loss:.3f}, meter-change RMSE {report.delta_rmse:.4f}, "
+        f"meter evidence weight {report.meta.get('delta_weight', 'default')}; "
         f"wrote {report.path} ({report.size_bytes / 1024:.0f} KiB)"
     )
 

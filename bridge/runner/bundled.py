@@ -38,7 +38,15 @@ IN_RANGE = (0.1, 0.9)  # where the training profiles lived; outside is allowed, 
 OUTSIDE_PRIOR = 0.35
 SAFE = 0.2  # never recommend what is expected to leave a meter below this
 GUARD = 10.0  # score lost per unit a meter is expected to end below SAFE
-DELTA_WEIGHT = 0.5  # tempers the meter-change evidence: real meters are noisier than sim
+# Tempers the meter-change evidence (real meters are noisier than sim). A model trained
+# since issue 22 carries its own value in meta["delta_weight"], chosen at training time on
+# the training families' held-in people; this is the value for older artifacts.
+DELTA_WEIGHT = 0.5
+# People differ in how often they say yes at all: a per-person logit offset on every
+# acceptance, integrated out over this grid under a N(0, OFFSET_SD) prior, so a yes-sayer
+# is not mistaken for a profile. (0,) turns it off.
+OFFSETS = (-1.0, -0.5, 0.0, 0.5, 1.0)
+OFFSET_SD = 0.6
 PROBE = 0.6  # weight of information gain over expected acceptance at the first step
 PROBE_HORIZON = 16  # ... falling to zero over this many answers
 AXES = ("S", "M", "W")
@@ -68,6 +76,7 @@ class BundledModel:
         inside = (self.grid >= IN_RANGE[0] - 1e-9) & (self.grid <= IN_RANGE[1] + 1e-9)
         self.log_prior = np.log(np.where(inside, 1.0, OUTSIDE_PRIOR)).sum(1)
         self.version = f"{self.meta['model_version']}-seed{self.meta['seed']}"
+        self.delta_weight = float(self.meta.get("delta_weight", DELTA_WEIGHT))
 
     def accept_logits(self, actions: np.ndarray, ctx: np.ndarray) -> np.ndarray:
         """(n,) actions in (n, ctx) contexts -> (n, K) logits, one per grid profile."""
@@ -79,8 +88,27 @@ class BundledModel:
         history: list[dict[str, Any]],
         log_prior: np.ndarray | None = None,
         bias: np.ndarray | None = None,
+        delta_weight: float | None = None,
+        offsets: tuple[float, ...] = (0.0,),
     ) -> np.ndarray:
-        logp = (self.log_prior if log_prior is None else log_prior).copy()
+        """(K,) log posterior over the profile grid (any acceptance offset integrated out)."""
+        joint = self.log_joint(history, log_prior, bias, delta_weight, offsets)
+        top = joint.max()
+        return np.log(np.exp(joint - top).sum(1)) + top
+
+    def log_joint(
+        self,
+        history: list[dict[str, Any]],
+        log_prior: np.ndarray | None = None,
+        bias: np.ndarray | None = None,
+        delta_weight: float | None = None,
+        offsets: tuple[float, ...] = (0.0,),
+    ) -> np.ndarray:
+        """(K, B) log posterior over profile x acceptance offset, max 0."""
+        off = np.asarray(offsets, dtype=np.float64)
+        logp = (self.log_prior if log_prior is None else log_prior)[:, None] - 0.5 * (
+            off / OFFSET_SD
+        ) ** 2
         items = [
             h for h in history if h.get("action") in ACTIONS and h.get("response") in RESPONSE_VALUE
         ]
@@ -92,8 +120,9 @@ class BundledModel:
         z = self.accept_logits(acts, ctx)
         if bias is not None:
             z = z + bias[acts][:, None].astype(np.float32)
+        zb = z[:, :, None] + off.astype(np.float32)  # (n, K, B)
         # log sigmoid(z) if accepted, log sigmoid(-z) if not; stable for large |z|
-        signed = np.clip(np.where(y[:, None] == 1.0, z, -z), -30.0, 30.0)
+        signed = np.clip(np.where(y[:, None, None] == 1.0, zb, -zb), -30.0, 30.0)
         logp += np.log(1.0 / (1.0 + np.exp(-signed))).sum(0, dtype=np.float64)
         acc = [i for i, h in enumerate(items) if y[i] == 1.0 and h.get("meter_deltas")]
         if acc:
@@ -115,7 +144,8 @@ class BundledModel:
             quad = np.einsum("nm,nmp,nmq->pq", prec, wd, wd)
             lin = np.einsum("nm,nm,nmp->p", prec, obs, wd)
             ll = self.g @ lin - 0.5 * np.einsum("kp,pq,kq->k", self.g, quad, self.g)
-            logp += DELTA_WEIGHT * ll
+            weight = self.delta_weight if delta_weight is None else delta_weight
+            logp += (weight * ll)[:, None]
         return logp - logp.max()
 
 
@@ -153,8 +183,13 @@ class BundledRunner:
         probe_horizon: int = PROBE_HORIZON,
         guard: float = GUARD,
         calendar: bool = True,
+        delta_weight: float | None = None,
+        offsets: tuple[float, ...] | None = None,
     ) -> None:
         self.model = load_model(model)
+        self.offsets = OFFSETS if offsets is None else offsets
+        # None: the model's own tempering; a value: only for choosing one at training time
+        self.delta_weight = self.model.delta_weight if delta_weight is None else delta_weight
         self.calendar = calendar  # False: ignore how booked a slot is (for comparison)
         self.version = self.model.version
         self.probe, self.probe_horizon, self.guard = probe, probe_horizon, guard
@@ -169,16 +204,25 @@ class BundledRunner:
             self.history_since = fitted.through
 
     def posterior(self, history: list[dict[str, Any]]) -> np.ndarray:
+        """(K,) posterior over the profile grid."""
+        return self.joint_posterior(history).sum(1)
+
+    def joint_posterior(self, history: list[dict[str, Any]]) -> np.ndarray:
+        """(K, B) posterior over profile x acceptance offset."""
         if not self.calendar:
             history = [_without_calendar(h) for h in history]
-        w = np.exp(self.model.log_posterior(history, self.log_prior, self.bias).astype(np.float64))
+        logp = self.model.log_joint(
+            history, self.log_prior, self.bias, self.delta_weight, self.offsets
+        )
+        w = np.exp(logp.astype(np.float64))
         return w / w.sum()
 
     def recommend(
         self, observation: dict[str, Any], history: list[dict[str, Any]]
     ) -> Recommendation:
         m = self.model
-        post = self.posterior(history)
+        joint = self.joint_posterior(history)
+        post = joint.sum(1)
         belief = post @ m.grid
         # The posterior sd per axis: how sure the belief is (the page says "not sure yet"
         # above bridge.web.views.UNSURE_SD).
@@ -192,10 +236,10 @@ class BundledRunner:
         )
         if self.bias is not None:
             z = z + self.bias[:, None]
-        p = 1.0 / (1.0 + np.exp(-z))
-        expected = p @ post  # (A,)
+        p = 1.0 / (1.0 + np.exp(-(z[:, :, None] + np.asarray(self.offsets))))  # (A, K, B)
+        expected = np.einsum("akb,kb->a", p, joint)
         # Mutual information between the answer and the profile: what asking would teach.
-        gain = _entropy(expected) - _entropy(p) @ post
+        gain = _entropy(expected) - np.einsum("akb,kb->a", _entropy(p), joint)
         # Expected changes are linear in g, so their posterior mean and spread need only
         # the posterior mean and covariance of g.
         g_mean = post @ m.g
@@ -203,7 +247,7 @@ class BundledRunner:
         wd = np.einsum("d,adpm->amp", delta_context(slot), m.delta_w)  # (A, meters, prof)
         mean_delta = wd @ g_mean
         spread = np.maximum(np.einsum("amp,pq,amq->am", wd, g_cov, wd), 0.0)
-        gain = gain + expected * 0.5 * np.log1p(spread / m.delta_sd**2).sum(1) * DELTA_WEIGHT
+        gain = gain + expected * 0.5 * np.log1p(spread / m.delta_sd**2).sum(1) * self.delta_weight
         known = np.array([observation.get(k) is not None for k in METERS])
         # How far each action is expected to leave a known meter below SAFE: steep enough
         # that when a meter is already low, what lifts it beats what pleases.

@@ -54,6 +54,9 @@ def lofo(
                     "accept_log_loss": round(rep.accept_log_loss, 4),
                     "delta_rmse": round(rep.delta_rmse, 4),
                     "size_bytes": rep.size_bytes,
+                    # chosen without the held-out family (bridge.sim.tempering)
+                    "delta_weight": rep.meta.get("delta_weight"),
+                    "delta_weight_trials": rep.meta.get("delta_weight_trials"),
                 },
                 "linear_ts_params": asdict(params),
                 "linear_ts_tuning": trials,

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +31,7 @@ from bridge.runner.features import (
 from bridge.sim.families import NAMES
 from bridge.sim.family import SimPerson
 from bridge.sim.population import SPLIT_SEEDS
+from bridge.sim.tempering import INNER_TRAIN_PEOPLE, TUNE_PEOPLE, choose_delta_weight
 from bridge.sim.world import N_ACTIONS, N_METERS
 from mappings.actions import ACTIONS
 
@@ -51,6 +53,7 @@ class TrainReport:
     accept_log_loss: float
     delta_rmse: float
     size_bytes: int
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 def _training_person(name: str, index: int, seed: int, rng: np.random.Generator) -> SimPerson:
@@ -161,14 +164,28 @@ def fit(data: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], float, floa
     return arrays, float(np.concatenate(losses).mean()), float(np.sqrt(np.concatenate(sq).mean()))
 
 
+def _write(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    np.savez_compressed(
+        path,
+        meta=np.array(json.dumps(meta, sort_keys=True)),
+        **{k: v.astype(np.float32) for k, v in arrays.items()},
+    )
+
+
 def train(
     out: Path,
     seed: int = 0,
     n_people: int = DEFAULT_PEOPLE,
     slots: int = DEFAULT_SLOTS,
     families: tuple[str, ...] = NAMES,
+    temper_people: int = TUNE_PEOPLE,
 ) -> TrainReport:
-    """Simulate, fit, and write the artifact as NPZ (arrays only; loaded without pickle)."""
+    """Simulate, fit, and write the artifact as NPZ (arrays only; loaded without pickle).
+
+    With `temper_people` > 0 the meter-change evidence weight is then chosen on that many
+    held-in people per training family, each left out of a smaller model in turn
+    (bridge.sim.tempering), and stored in the meta.
+    """
     started = time.perf_counter()
     data = simulate(n_people, slots, seed, tuple(families))
     arrays, log_loss, rmse = fit(data)
@@ -186,11 +203,23 @@ def train(
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp.npz")
-    np.savez_compressed(
-        tmp,
-        meta=np.array(json.dumps(meta, sort_keys=True)),
-        **{k: v.astype(np.float32) for k, v in arrays.items()},
-    )
+    _write(tmp, meta, arrays)
+    if temper_people > 0:
+
+        def retrain(path: Path, fams: tuple[str, ...]) -> None:
+            small = min(n_people, INNER_TRAIN_PEOPLE)
+            train(path, seed=seed, n_people=small, slots=slots, families=fams, temper_people=0)
+
+        weight, trials = choose_delta_weight(
+            str(tmp), tuple(families), seed, temper_people, retrain=retrain
+        )
+        meta["delta_weight"] = weight
+        meta["delta_weight_trials"] = {
+            "people_per_family": temper_people,
+            "left_out_families": len(families) > 1,
+            "mae_28": trials,
+        }
+        _write(tmp, meta, arrays)
     tmp.replace(out)
     return TrainReport(
         out,
@@ -201,4 +230,5 @@ def train(
         log_loss,
         rmse,
         out.stat().st_size,
+        meta,
     )
