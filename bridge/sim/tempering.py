@@ -19,7 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-DELTA_WEIGHTS = (0.1, 0.2, 0.35, 0.5)
+# Not below 0.2: two clear meter changes after an action must still move the belief
+# (tests/test_bundled.py); at 0.1 they barely do, and no fold preferred 0.1 by more than
+# noise (the shipped model's trials: 0.139 at 0.1, 0.140 at 0.2).
+DELTA_WEIGHTS = (0.2, 0.35, 0.5)
 TUNE_PEOPLE = 16  # per family
 INNER_TRAIN_PEOPLE = 300  # people per inner model (at most): enough to rank the weights
 TUNE_AFTER = 28  # the belief error the LOFO targets name is the one after 28 answers
