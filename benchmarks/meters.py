@@ -11,10 +11,16 @@ for the last year, overlapping), nightly sleep stages, HRV and resting heart rat
     and the new day's slots computed (target <= 100 ms),
   - the same-run baseline (one pandas sort of the readings frame), and the ratios to it,
     because the machine is shared and absolute times are noisy;
-  - with --store, the pipeline's meter step on SQLite: the history backfill (every slot
-    from the first day with data computed and stored, target <= 10 s, as a ratio to the
-    mapping-only full recompute of this run), then the cycles after it, and the same
-    cycles with meters kept to the export window (as before the whole history was kept).
+  - with --store, the pipeline's meter step on real SQLite stores, this tree against the
+    baseline commit (default: main just before issue 17 kept the whole history, meters for
+    the export window only) in the same run, each in its own process on its own copy of
+    the same data (benchmarks/meter_worker.py): the history backfill (every slot from the
+    first day with data computed and stored, target <= 10 s) as a median and as the median
+    ratio to the mapping-only full recompute timed beside it; then interleaved rounds of
+    the cycle after a new day arrives and the cycle with nothing new, as medians and the
+    median of the per-round ratios to the baseline ("no slower than today": <= 1).
+
+    .venv/bin/python benchmarks/meters.py --store [--rounds 5] [--baseline COMMIT]
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import Callable
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -31,7 +38,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bridge.intake.ingest import EVENT_KEY, READING_KEY
+from benchmarks.meter_worker import load_into
 from mappings.frames import USED_METRICS
 from mappings.meters import EVENT_COLUMNS, READING_COLUMNS, compute_slots
 from mappings.slots import SlotKey, slots_between
@@ -178,107 +185,135 @@ def best_of(fn, repeat: int) -> tuple[float, object]:
     return best, result
 
 
-def load_into(store, readings: pd.DataFrame, events: pd.DataFrame, first_uid: int = 0) -> None:
-    """Write synthetic frames into a store as the ingest step would (one transaction)."""
-    from bridge.store import upsert
-    from bridge.store.models import CalendarEvent, Reading
+# main just before issue 17's history work was merged (meters kept to the export window):
+# what "no slower than today" is measured against.
+__all__ = ["load_into", "synth"]
 
-    stamp = datetime.now(UTC)
-    reading_rows = [
-        {
-            "source": "bench",
-            "metric": m,
-            "origin": o,
-            "start_utc": s.to_pydatetime(warn=False),
-            "end_utc": e.to_pydatetime(warn=False),
-            "utc_offset_min": int(off),
-            "value": None if v != v else float(v),
-            "label": lab,
-            "imported_at": stamp,
-        }
-        for m, s, e, v, lab, o, off in readings[READING_COLUMNS].itertuples(index=False)
-    ]
-    event_rows = [
-        {
-            "source": "bench",
-            "calendar_id": "main",
-            "uid": f"ev{first_uid + i}",
-            "title": t,
-            "start_utc": s.to_pydatetime(warn=False),
-            "end_utc": e.to_pydatetime(warn=False),
-            "action": a,
-            "status": st,
-            "transparency": tr,
-            "all_day": bool(ad),
-            "attendee_count": int(n),
-            "updated_at": stamp,
-        }
-        for i, (s, e, a, st, tr, ad, n, t) in enumerate(
-            events[EVENT_COLUMNS].itertuples(index=False)
+PRE_HISTORY = "fe6422d5ed51ba85ead3d6c6ad405c844d19552f"
+ROOT = Path(__file__).resolve().parent.parent
+WORKER = Path(__file__).resolve().with_name("meter_worker.py")
+
+
+class Worker:
+    """A `meter_worker.py` process timing the meter step of one source tree."""
+
+    def __init__(self, tree: Path, data: Path, workdir: Path) -> None:
+        import os
+        import subprocess
+
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        self.proc = subprocess.Popen(
+            [sys.executable, str(WORKER), str(data), str(workdir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
         )
-    ]
-    with store.transaction() as session:
-        if reading_rows:
-            upsert(session, Reading, reading_rows, keys=READING_KEY)
-        if event_rows:
-            upsert(session, CalendarEvent, event_rows, keys=EVENT_KEY)
+
+    def ask(self, command: str) -> dict:
+        import json
+
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            if line.startswith("RESULT "):
+                return json.loads(line[7:])
+        raise SystemExit(f"meters: the worker stopped (exit {self.proc.wait()}) on {command!r}")
+
+    def close(self) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.close()
+        self.proc.wait()
 
 
-def store_cycle(
-    readings: pd.DataFrame, events: pd.DataFrame, new_r, new_e, now, repeat, mapping_s: float
+def export_tree(rev: str, into: Path) -> Path:
+    """The source tree of `rev` (git archive: no worktree registered in the repository)."""
+    import subprocess
+
+    into.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=False
+    )
+    if archive.returncode:
+        raise SystemExit(f"meters: cannot export baseline {rev}: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def store_ab(
+    frames: dict, rounds: int, nothing_repeat: int, baseline: str, mapping: Callable[[], object]
 ) -> None:
-    """The pipeline's meter step on a real SQLite store: the history backfill (every slot
-    from the first day with data, computed and stored), then the cycles after it; the same
-    cycles with the meters kept to the export window (`history_days = 7`, what the
-    pipeline did before it kept the whole history) on a copy of the same store."""
-    import shutil
+    """The pipeline's meter step on real SQLite stores, this tree (A) against `baseline` (B)
+    in the same run: each side in its own process on its own copy of the same data.
+
+    The history backfill (every slot from the first day with data, `full=True`) alternates
+    with the mapping-only full recompute in this process: their ratio is taken per pair.
+    Then `rounds` rounds, A and B in alternating order, each from the store after the
+    backfill: the new day arrives, one cycle computes it, `nothing_repeat` cycles find
+    nothing new. Reported: medians, and the median of the per-round ratios A / B."""
+    import statistics
     import tempfile
 
-    from bridge.config import Settings
-    from bridge.cycle.meters import recompute_meters
-    from bridge.store import Store
-
-    def cycles(store, settings) -> tuple[float, int, float, int, float, int]:
-        backfill_t, slots = best_of(
-            lambda: recompute_meters(store, settings, now - timedelta(days=1), full=True), 1
-        )
-        load_into(store, new_r, new_e, len(events))
-        cycle_t, done = best_of(lambda: recompute_meters(store, settings, now), 1)
-        again_t, again = best_of(lambda: recompute_meters(store, settings, now), repeat)
-        return backfill_t, slots, cycle_t, done, again_t, again
-
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings.model_validate({"timezone": str(TZ), "data_dir": f"{tmp}/a"})
-        window = Settings.model_validate(
-            {"timezone": str(TZ), "data_dir": f"{tmp}/b", "meters": {"history_days": 7}}
-        )
-        store = Store(settings.database_url)
-        t = time.perf_counter()
-        load_into(store, readings, events)
-        load_t = time.perf_counter() - t
-        store.dispose()
-        window.data_path.mkdir(parents=True)
-        shutil.copy(settings.data_path / "rhythm-bridge.db", window.data_path / "rhythm-bridge.db")
-        store = Store(settings.database_url)
-        backfill_t, slots, cycle_t, done, again_t, again = cycles(store, settings)
-        store.dispose()
-        store = Store(window.database_url)
-        w_backfill_t, w_slots, w_cycle_t, w_done, w_again_t, w_again = cycles(store, window)
-        store.dispose()
-    print(f"store: {len(readings):,} readings and {len(events):,} events written in {load_t:.1f} s")
+    med = statistics.median
+    with tempfile.TemporaryDirectory(prefix="rb-meters-") as tmp:
+        data = Path(tmp) / "frames.pkl"
+        pd.to_pickle(frames, data)
+        base_tree = export_tree(baseline, Path(tmp) / "baseline")
+        (Path(tmp) / "a").mkdir()
+        (Path(tmp) / "b").mkdir()
+        a = Worker(ROOT, data, Path(tmp) / "a")
+        b = Worker(base_tree, data, Path(tmp) / "b")
+        try:
+            load_a, load_b = a.ask("load")["load_s"], b.ask("load")["load_s"]
+            b.ask("backfill")
+            backfills, ratios, slots = [], [], 0
+            for _ in range(rounds):
+                t = time.perf_counter()
+                mapping()
+                mapping_s = time.perf_counter() - t
+                done = a.ask("backfill")
+                backfills.append(done["backfill_s"])
+                ratios.append(done["backfill_s"] / mapping_s)
+                slots = done["slots"]
+            cycles: dict[str, list[dict]] = {"a": [], "b": []}
+            for i in range(rounds):
+                order = [("a", a), ("b", b)] if i % 2 == 0 else [("b", b), ("a", a)]
+                for name, side in order:
+                    cycles[name].append(side.ask(f"cycle {nothing_repeat}"))
+        finally:
+            a.close()
+            b.close()
+    n = len(frames["old_r"])
     print(
-        f"history backfill: {slots:,} slots computed and stored on SQLite in {backfill_t:.2f} s "
-        f"(target <= 10 s) = {backfill_t / mapping_s:.1f}x the mapping-only full recompute"
+        f"store: {n:,} readings and {len(frames['old_e']):,} events written in "
+        f"{load_a:.1f} s (baseline tree {load_b:.1f} s)"
     )
     print(
-        f"the cycle after a new day arrives ({done} slots): {cycle_t * 1000:.0f} ms; "
-        f"a cycle with nothing new ({again} slot): {again_t * 1000:.0f} ms"
+        f"history backfill: {slots:,} slots computed and stored on SQLite in "
+        f"{med(backfills):.2f} s median of {rounds} (min {min(backfills):.2f}, max "
+        f"{max(backfills):.2f}; target <= 10 s) = {med(ratios):.2f}x the mapping-only full "
+        f"recompute (median of per-pair ratios, {min(ratios):.2f}-{max(ratios):.2f}x)"
+    )
+    new_a = [c["new_day_s"] for c in cycles["a"]]
+    new_b = [c["new_day_s"] for c in cycles["b"]]
+    idle_a = [med(c["nothing_s"]) for c in cycles["a"]]
+    idle_b = [med(c["nothing_s"]) for c in cycles["b"]]
+    new_ratio = med(x / y for x, y in zip(new_a, new_b, strict=True))
+    idle_ratio = med(x / y for x, y in zip(idle_a, idle_b, strict=True))
+    print(
+        f"baseline {baseline[:9]} (before the whole history was kept: meters for the export "
+        f"window only), same data, same run, {rounds} interleaved rounds:"
     )
     print(
-        f"the same with meters kept to the export window (history_days = 7; backfill "
-        f"{w_slots} slots in {w_backfill_t * 1000:.0f} ms): new day ({w_done} slots) "
-        f"{w_cycle_t * 1000:.0f} ms, nothing new ({w_again} slot) {w_again_t * 1000:.0f} ms; "
-        f"whole history / window: {cycle_t / w_cycle_t:.2f}x and {again_t / w_again_t:.2f}x"
+        f"  the cycle after a new day arrives: {med(new_a) * 1000:.0f} ms "
+        f"({cycles['a'][0]['new_day_slots']} slots) vs baseline {med(new_b) * 1000:.0f} ms "
+        f"({cycles['b'][0]['new_day_slots']} slots) = {new_ratio:.2f}x"
+    )
+    print(
+        f"  a cycle with nothing new: {med(idle_a) * 1000:.0f} ms ({cycles['a'][0]['slots']} "
+        f"slot) vs baseline {med(idle_b) * 1000:.0f} ms ({cycles['b'][0]['slots']} slot) = "
+        f"{idle_ratio:.2f}x"
     )
 
 
@@ -288,6 +323,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(
         "--store", action="store_true", help="also time the pipeline step on a SQLite store"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="--store: interleaved A/B rounds (medians)"
+    )
+    parser.add_argument(
+        "--baseline",
+        default=PRE_HISTORY,
+        help="--store: the commit to compare with (default: main before issue 17)",
     )
     args = parser.parse_args()
     days = int(args.years * 365)
@@ -340,7 +383,21 @@ def main() -> None:
         f"full / incremental = {full_t / inc_t:.0f}x"
     )
     if args.store:
-        store_cycle(old_r, old_e, new_r, new_e, now, args.repeat, full_t)
+        frames = {
+            "old_r": old_r,
+            "old_e": old_e,
+            "new_r": new_r,
+            "new_e": new_e,
+            "now": now,
+            "tz": str(TZ),
+        }
+        store_ab(
+            frames,
+            args.rounds,
+            args.repeat,
+            args.baseline,
+            lambda: compute_slots(old_r, old_e, slots, tz=TZ, now=now),
+        )
 
 
 if __name__ == "__main__":

@@ -203,17 +203,19 @@ def long_history(store, settings):
     return store
 
 
-def test_over_long_history_a_cycle_carries_old_prints_and_still_sees_old_changes(
+def test_over_long_history_a_cycle_reads_recent_prints_and_still_sees_old_changes(
     long_history, settings
 ):
     store = long_history
     assert first_data_day(store, settings) == date(2026, 5, 2)
-    # Nothing new: only the current slot, with the old days' prints carried over.
+    # Nothing new: only the current slot; prints of the recent weeks only, nothing noted.
     from bridge.cycle.meter_changes import MeterState
+    from bridge.store.models import MeterChange
 
     assert recompute_meters(store, settings, DEMO_NOW) == 1
     state = MeterState.load(store)
-    assert state.older and "r:2026-05-10" in state.days  # months of days, one print for them
+    assert "r:2026-05-10" not in state.days and "r:2026-11-01" in state.days
+    assert store.count(MeterChange) == 0
     # A reading from June changes (a re-import): recomputed from the day before it on,
     # the same rows as a full recompute.
     add_reading(store, "resting_hr", datetime(2026, 6, 10, 7, 0, tzinfo=UTC), 80.0)

@@ -6,9 +6,13 @@ latest import or update time), kept in the `meta` table after each recompute. A 
 reading on day X can move slots from X - 1 on (baselines and weekly windows only look
 back), and so can a changed event; a changed deadline-looking event moves slots up to 8
 days earlier (deadline proximity looks 7 days ahead). A new weights version, time zone or
-slot boundaries means a full recompute. Over years of history only the recent days'
-prints are read each cycle; the older ones are carried over while a single print of all
-the older rows (`older_print`) is unchanged.
+slot boundaries means a full recompute.
+
+Prints are read for the recent days only (the export window and its baseline lookback, as
+before the whole history was kept). Older days are found by the database itself: triggers
+on readings and calendar_events note every written day in `meter_changes` (migration
+i17_meter_changes); a cycle takes those notes, and deletes them with the meters it stored,
+so a cycle over years of history reads about as much as one over the window.
 """
 
 from __future__ import annotations
@@ -19,10 +23,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import String, func, select, type_coerce
+from sqlalchemy import String, delete, func, select, type_coerce, update
 
 from bridge.store import Store
-from bridge.store.models import CalendarEvent, Reading, Task, TaskChange
+from bridge.store.models import CalendarEvent, MeterChange, Reading, Task, TaskChange
 from mappings.frames import USED_METRICS
 from mappings.slots import SlotKey
 
@@ -36,9 +40,9 @@ class MeterState:
     config: str = ""
     as_of: str = ""
     days: dict[str, str] = field(default_factory=dict)
-    # One print of all the rows before the recent days (see `older_print`): while it holds,
-    # the per-day prints of years of history are carried over instead of recomputed.
-    older: str = ""
+    # The first day with data when the state was written: it moves only with a write
+    # there, which is noted (see `first_day_moved`).
+    first: str = ""
 
     @classmethod
     def load(cls, store: Store) -> MeterState | None:
@@ -51,61 +55,66 @@ class MeterState:
                 str(data["config"]),
                 str(data["as_of"]),
                 dict(data["days"]),
-                str(data.get("older", "")),
+                str(data.get("first", "")),
             )
         except (ValueError, KeyError, TypeError):
             return None  # unreadable: recompute everything, then write a fresh one
 
     def dumps(self) -> str:
-        doc = {"config": self.config, "as_of": self.as_of, "days": self.days, "older": self.older}
+        doc = {"config": self.config, "as_of": self.as_of, "days": self.days}
+        if self.first:
+            doc["first"] = self.first
         return json.dumps(doc, sort_keys=True)
 
 
-def older_print(store: Store, lo: datetime, cut: datetime) -> str:
-    """One string that changes when any input row starting in [lo, cut) does (readings) or
-    in [lo - 1 day, cut - 1 day) (events, as `fingerprints` reads them)."""
-    r, e = Reading.__table__, CalendarEvent.__table__  # type: ignore[attr-defined]
+@dataclass
+class Taken:
+    """The written days a cycle took from `meter_changes` (deleted when its meters are)."""
+
+    ids: list[int]
+    days: list[tuple[str, date]]  # (kind, UTC day)
+
+    def first_changed_before(self, cut: date) -> date | None:
+        """The earliest local day a written day before `cut` can reach (None: none)."""
+        reach = [
+            day - timedelta(days=DEADLINE_REACH_DAYS if kind == "e" else READING_REACH_DAYS)
+            for kind, day in self.days
+            if day < cut
+        ]
+        return min(reach, default=None)
+
+    def first_day_moved(self, first: date) -> bool:
+        """Whether a noted day is at or before the first day with data (UTC days are a
+        local day off at most): the first day must be asked again."""
+        return any(day <= first + timedelta(days=1) for _, day in self.days)
+
+
+def take_changes(store: Store) -> Taken:
+    """Mark the noted days as taken and return them. Taken notes stay until `forget_taken`
+    runs in the transaction that stores the meters: a cycle cut short leaves them for the
+    next one, and a day written meanwhile gets a fresh note."""
+    c = MeterChange.__table__  # type: ignore[attr-defined]
     with store.session() as session:
-        readings = session.execute(
-            select(
-                func.count(),
-                func.sum(r.c.value),
-                func.sum(r.c.utc_offset_min),
-                func.max(r.c.imported_at),
-            ).where(r.c.metric.in_(sorted(USED_METRICS)), r.c.start_utc >= lo, r.c.start_utc < cut)
-        ).one()
-        events = session.execute(
-            select(
-                func.count(),
-                func.max(e.c.updated_at),
-                func.sum(e.c.action_confidence),
-                func.max(e.c.classified_hash),
-            ).where(
-                e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < cut - timedelta(days=1)
-            )
-        ).one()
-    return f"{_join(readings)}#{_join(events)}"
+        rows = session.execute(select(c.c.id, c.c.kind, c.c.day)).all()
+    if not rows:
+        return Taken([], [])
+    ids = [row[0] for row in rows]
+    with store.transaction() as session:
+        for at in range(0, len(ids), 500):
+            session.execute(update(c).where(c.c.id.in_(ids[at : at + 500])).values(taken=True))
+    days = []
+    for _, kind, day in rows:
+        try:
+            days.append((kind, date.fromisoformat(day)))
+        except ValueError:
+            continue  # a row without a readable start: nothing to place
+    return Taken(ids, sorted(set(days)))
 
 
-def carried_prints(
-    state: MeterState | None, store: Store, lo: datetime, cut: datetime
-) -> tuple[str, dict[str, str]]:
-    """(the print of the rows before `cut`, the per-day prints of `state` still valid for
-    them: readings' days before `cut`, events' days before `cut` - 1 day; none when those
-    rows changed or the state has no print of them)."""
-    older = older_print(store, lo, cut)
-    if state is None or not state.older or state.older != older:
-        return older, {}
-    r_end, e_end = cut.date(), (cut - timedelta(days=1)).date()
-    return (
-        older,
-        {
-            k: v
-            for k, v in state.days.items()
-            if not k.startswith("t:")  # tasks are read afresh every time
-            and date.fromisoformat(k[2:]) < (r_end if k.startswith("r:") else e_end)
-        },
-    )
+def forget_taken(session: Any, taken: Taken) -> None:
+    if taken.ids:
+        c = MeterChange.__table__  # type: ignore[attr-defined]
+        session.execute(delete(c).where(c.c.taken.is_(True)))
 
 
 def _day(value: Any) -> str:
@@ -119,10 +128,15 @@ def _join(values: Any) -> str:
 
 
 def fingerprints(
-    store: Store, lo: datetime, hi: datetime, deadline_pattern: re.Pattern[str]
+    store: Store,
+    lo: datetime,
+    hi: datetime,
+    deadline_pattern: re.Pattern[str],
+    tasks_from: datetime | None = None,
 ) -> dict[str, str]:
-    """Per UTC day ("r:" readings, "e:" events, "d:" deadline events): a string that changes
-    when the day's rows do."""
+    """Per UTC day ("r:" readings, "e:" events, "d:" deadline events) from `lo`, and per
+    task day ("t:") from `tasks_from` (default `lo`): a string that changes when the day's
+    rows do."""
     r, e = Reading.__table__, CalendarEvent.__table__  # type: ignore[attr-defined]
     r_day, e_day = func.date(r.c.start_utc), func.date(e.c.start_utc)
     with store.session() as session:
@@ -167,7 +181,7 @@ def fingerprints(
         if deadline_pattern.search(title or ""):
             deadlines.setdefault(f"d:{_day(start)}", []).append(f"{start}{status}{updated}")
     out.update({key: "|".join(sorted(parts)) for key, parts in deadlines.items()})
-    out.update(task_fingerprints(store, lo))
+    out.update(task_fingerprints(store, tasks_from or lo))
     return out
 
 
@@ -193,15 +207,19 @@ def task_fingerprints(store: Store, lo: datetime) -> dict[str, str]:
     return {key: "|".join(sorted(parts)) for key, parts in days.items()}
 
 
-def first_changed_day(old: dict[str, str], new: dict[str, str], since: date) -> date | None:
+def first_changed_day(
+    old: dict[str, str], new: dict[str, str], since: date, tasks_since: date | None = None
+) -> date | None:
     """The earliest local day whose slots a change can reach (None: nothing changed).
 
-    Days before `since` have slid out of the compared range and are ignored.
+    Days up to `since` (`tasks_since` for task keys) have slid out of the compared range
+    and are ignored.
     """
     earliest: date | None = None
     for key in old.keys() | new.keys():
         kind, day = key.split(":", 1)
-        if old.get(key) == new.get(key) or date.fromisoformat(day) <= since:
+        floor = tasks_since if kind == "t" and tasks_since is not None else since
+        if old.get(key) == new.get(key) or date.fromisoformat(day) <= floor:
             continue
         reach = DEADLINE_REACH_DAYS if kind == "d" else READING_REACH_DAYS
         d = date.fromisoformat(day) - timedelta(days=reach)
@@ -209,17 +227,13 @@ def first_changed_day(old: dict[str, str], new: dict[str, str], since: date) -> 
     return earliest
 
 
-def slots_to_recompute(
-    window: list[SlotKey],
-    stored: set[tuple[date, int]],
-    changed_from: date | None,
-    last_current: SlotKey | None,
-) -> list[SlotKey]:
-    """Window slots that are missing, at or after a change, or at or after the last current."""
-    marks = [(changed_from, 0)] if changed_from else []
-    if last_current is not None:
-        marks.append((last_current.local_date, last_current.slot))
-    start = min(marks) if marks else (window[-1].local_date, window[-1].slot)
-    return [
-        k for k in window if (k.local_date, k.slot) >= start or (k.local_date, k.slot) not in stored
-    ]
+def first_to_recompute(
+    marks: list[SlotKey | None], changed_from: date | None, last: SlotKey
+) -> SlotKey:
+    """The first slot of the run to recompute: the earliest of `marks` (a missing slot, the
+    one that was current last time) and the morning of the first changed day; `last` (the
+    current slot) when there is none."""
+    keys = [m for m in marks if m is not None]
+    if changed_from is not None:
+        keys.append(SlotKey(changed_from, 0))
+    return min(keys, key=lambda k: (k.local_date, k.slot), default=last)

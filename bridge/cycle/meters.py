@@ -33,7 +33,10 @@ LONGEST_RECORD = timedelta(days=31)
 # A backfill loads and computes this many days at a time: a Pi's memory holds a chunk of
 # a decade of history, not all of it.
 CHUNK_DAYS = 366
-CUT_GRID_DAYS = 32
+
+# Part of the meter state: a state written before the written days were noted by the
+# database (migration i17_meter_changes) cannot vouch for the older days, so it recomputes.
+CHANGES_VERSION = "changes1"
 
 
 def load_frames(
@@ -124,15 +127,13 @@ def first_data_day(store: Store, settings: Settings) -> date | None:
     """The local date of the oldest reading or event a meter can use (None: no data)."""
     from mappings.frames import USED_METRICS
 
+    r = Reading.__table__  # type: ignore[attr-defined]
     with store.session() as session:
-        # Per metric, so each minimum is one step down the (metric, start_utc) index.
+        # One query per metric: each minimum is one step down the (metric, start_utc)
+        # index, where a GROUP BY walks the whole index on SQLite.
         firsts = [
-            v
-            for _, v in session.execute(
-                select(Reading.metric, func.min(Reading.start_utc))
-                .where(Reading.metric.in_(sorted(USED_METRICS)))
-                .group_by(Reading.metric)
-            )
+            session.execute(select(func.min(r.c.start_utc)).where(r.c.metric == metric)).scalar()
+            for metric in sorted(USED_METRICS)
         ]
         firsts.append(session.execute(select(func.min(CalendarEvent.start_utc))).scalar())
     known = [v for v in firsts if v is not None]
@@ -142,34 +143,44 @@ def first_data_day(store: Store, settings: Settings) -> date | None:
     return slot_of_instant(oldest, settings.tz, settings.boundaries).local_date
 
 
-def history_start(store: Store, settings: Settings, last: SlotKey) -> SlotKey:
-    """The first slot the meters cover: the first day with data (at least the export
-    window; at most `meters.history_days` back when that is set)."""
+def history_start(
+    store: Store, settings: Settings, last: SlotKey, first_day: date | None = None
+) -> SlotKey:
+    """The first slot the meters cover: the first day with data (`first_day` when known,
+    else asked), at least the export window, at most `meters.history_days` back when that
+    is set."""
     window = last.local_date - timedelta(days=settings.export.days - 1)
-    first = min(first_data_day(store, settings) or window, window)
+    first = min(first_day or first_data_day(store, settings) or window, window)
     if settings.meters.history_days:
         first = max(first, last.local_date - timedelta(days=settings.meters.history_days - 1))
     return SlotKey(first, 0)
 
 
-def _stored_slots(store: Store, window: list[SlotKey]) -> set[tuple[date, int]]:
-    """The window's slots that have a stored row. Years of keys are only read when an old
-    one is missing: a count says whether all the slots before the last two days are there."""
-    first, recent = window[0].local_date, window[-1].local_date - timedelta(days=2)
-    older = {(k.local_date, k.slot) for k in window if k.local_date < recent}
+def _first_missing(store: Store, first: SlotKey, last: SlotKey) -> SlotKey | None:
+    """The first slot from `first` to `last` without a stored row (None: all there). A
+    count says whether the whole days are all there; keys are read only when one is not."""
     m = MeterSnapshot.__table__  # type: ignore[attr-defined]
+    end = last.local_date
+    whole_days = (end - first.local_date).days
     with store.session() as session:
         n = session.execute(
-            select(func.count()).where(m.c.local_date >= first, m.c.local_date < recent)
+            select(func.count()).where(m.c.local_date >= first.local_date, m.c.local_date < end)
         ).scalar_one()
-        lo = recent if n == len(older) else first
+        lo = end if n == 4 * whole_days else first.local_date
         found = {
             (d, s)
             for d, s in session.execute(
-                select(m.c.local_date, m.c.slot).where(m.c.local_date >= lo)
+                select(m.c.local_date, m.c.slot).where(m.c.local_date >= lo, m.c.local_date <= end)
             )
         }
-    return (older | found) if lo == recent else found
+    for key in slots_between(max(first, SlotKey(lo, 0), key=_order), last):
+        if (key.local_date, key.slot) not in found:
+            return key
+    return None
+
+
+def _order(key: SlotKey) -> tuple[date, int]:
+    return key.local_date, key.slot
 
 
 Progress = Callable[[int, int], None]
@@ -206,71 +217,72 @@ def recompute_meters(
     from bridge.cycle.meter_changes import (
         STATE_KEY,
         MeterState,
-        carried_prints,
         fingerprints,
         first_changed_day,
-        slots_to_recompute,
-        task_fingerprints,
+        first_to_recompute,
+        forget_taken,
+        take_changes,
     )
     from mappings.meters import compute_slots
 
     weights = meter_weights(settings)
     tz, bounds = settings.tz, settings.boundaries
     last = current_slot(settings, now)
-    first = history_start(store, settings, last)
-    window = slots_between(first, last)
-    lookback = timedelta(days=BASELINE_LOOKBACK_DAYS)
-    window_lo = slot_bounds(first.prev(), tz, bounds)[0]
-    hi = slot_bounds(last, tz, bounds)[1] + timedelta(days=1)
-    since = window_lo - lookback
     config = "|".join(
         (
             weights.version,
             str(tz),
             ",".join(b.isoformat() for b in bounds),
             freshness_config(settings),
+            CHANGES_VERSION,
         )
     )
     state = None if full else MeterState.load(store)
+    if state is not None and state.config != config:
+        state = None
+    # Taken before anything is read: a day written after this is noted again.
+    taken = take_changes(store)
+    known = date.fromisoformat(state.first) if state is not None and state.first else None
+    if known is not None and taken.first_day_moved(known):
+        known = None
+    first_day = known or first_data_day(store, settings)
+    first = history_start(store, settings, last, first_day)
+    lookback = timedelta(days=BASELINE_LOOKBACK_DAYS)
+    hi = slot_bounds(last, tz, bounds)[1] + timedelta(days=1)
+    since = slot_bounds(first.prev(), tz, bounds)[0] - lookback
     pattern = weights.calendar_rules().deadline_pattern
-    prints_hi = hi + timedelta(days=DEADLINE_DAYS)
-    # Per-day prints are read afresh for the recent days only (from the UTC midnight
-    # before the export window's lookback, as when only the window was kept); older days
-    # keep theirs while one print of all their rows holds, so a cycle over years of
-    # history reads about as much as one over the window.
-    recent = last.local_date - timedelta(days=settings.export.days + 1) - lookback
-    # On a 32-day grid: the older rows' print changes when the grid moves on, not daily.
-    recent = date.fromordinal(recent.toordinal() - recent.toordinal() % CUT_GRID_DAYS)
-    cut = datetime.combine(recent, datetime.min.time(), tzinfo=UTC)
-    older, carried = "", {}
-    if since < cut - timedelta(days=2):
-        older, carried = carried_prints(state, store, since, cut)
-    if carried:
-        # Tasks are read whole either way, keyed from `since` (an old task's change moves
-        # every slot from its first day, however long ago).
-        fresh = fingerprints(store, cut, prints_hi, pattern)
-        prints = {
-            **carried,
-            **{k: v for k, v in fresh.items() if not k.startswith("t:")},
-            **task_fingerprints(store, since),
-        }
+    # Prints for the recent days only (the export window and its lookback, from a UTC
+    # midnight, as when only the window was kept); the days before are found in `taken`.
+    window_first = last.local_date - timedelta(days=settings.export.days - 1)
+    recent = slot_bounds(SlotKey(window_first, 0).prev(), tz, bounds)[0] - lookback
+    cut = datetime.combine(max(recent, since).date(), datetime.min.time(), tzinfo=UTC)
+    # Tasks are read whole, keyed from `since`: an old task's change moves every slot
+    # from its first day, however long ago.
+    prints = fingerprints(store, cut, hi + timedelta(days=DEADLINE_DAYS), pattern, since)
+    if state is None:
+        start = first
     else:
-        prints = fingerprints(store, since, prints_hi, pattern)
-    if state is None or state.config != config:
-        todo = window
-    else:
-        stored = _stored_slots(store, window)
         last_current = (
             current_slot(settings, datetime.fromisoformat(state.as_of)) if state.as_of else None
         )
-        changed = first_changed_day(state.days, prints, since.date())
-        todo = slots_to_recompute(window, stored, changed, last_current)
+        changed = [
+            first_changed_day(state.days, prints, cut.date() - timedelta(days=1), since.date()),
+            taken.first_changed_before(cut.date()),
+        ]
+        start = first_to_recompute(
+            [_first_missing(store, first, last), last_current],
+            min((d for d in changed if d is not None), default=None),
+            last,
+        )
+        start = max(start, first, key=_order)
     # One contiguous run (every slot's delta needs the one before), starting one slot
     # early so the first has its delta too.
-    todo = [todo[0].prev(), *window[window.index(todo[0]) :]]
+    todo = slots_between(start.prev(), last)
     size = max(1, chunk_days) * 4
     total, done, previous = len(todo) - 1, 0, None
-    new_state = MeterState(config, now.astimezone(UTC).isoformat(), prints, older)
+    new_state = MeterState(
+        config, now.astimezone(UTC).isoformat(), prints, first_day.isoformat() if first_day else ""
+    )
     for at in range(0, len(todo), size):
         chunk = todo[at : at + size]
         lo = slot_bounds(chunk[0], tz, bounds)[0] - lookback
@@ -310,6 +322,7 @@ def recompute_meters(
             # The state moves only with the last chunk: a run cut short starts over.
             if at + size >= len(todo):
                 store.set_meta(session, STATE_KEY, new_state.dumps())
+                forget_taken(session, taken)
         done += len(rows)
         if progress is not None:
             progress(done, total)

@@ -239,6 +239,14 @@ def upsert(
     return changed
 
 
+# One encoder for every call: a history backfill writes thousands of provenance documents,
+# and json.dumps builds a new encoder (and checks for cycles, which plain data cannot have)
+# each time.
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), default=str, check_circular=False
+)
+
+
 def dumps(value: Any) -> str:
     """Compact, stable JSON for the TEXT columns."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return _ENCODER.encode(value)

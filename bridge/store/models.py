@@ -153,6 +153,20 @@ class MeterSnapshot(SQLModel, table=True):
     computed_at: datetime
 
 
+class MeterChange(SQLModel, table=True):
+    """A UTC day whose readings ("r") or calendar events ("e") were written since the meter
+    step last looked: kept by triggers on those tables (migration i17_meter_changes), taken
+    and then deleted by the meter step (bridge.cycle.meter_changes)."""
+
+    __tablename__ = "meter_changes"
+    __table_args__ = (Index("ix_meter_changes_day", "kind", "day", "taken"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=1)
+    day: str = Field(max_length=10)  # YYYY-MM-DD, UTC
+    taken: bool = False
+
+
 class Recommendation(SQLModel, table=True):
     """What the runner recommended for one slot, with what it saw and believed."""
 
