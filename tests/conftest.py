@@ -108,3 +108,18 @@ def cli_state():
 
 # The web, notify and implicit-feedback fixtures (demo store copy, in-memory keyring).
 from tests.web_fixtures import demo, demo_db, memory_keyring  # noqa: E402, F401
+
+
+@pytest.fixture(scope="session")
+def rhythm_model(tmp_path_factory) -> str:
+    """A bundled model trained on the rhythm family alone (600 people, seed 0).
+
+    The shipped model is trained on a mixture of simulator families (model version 3); the
+    tests that check what a model learns about the rhythm simulator in particular use
+    this one, as the shipped model did before the mixture.
+    """
+    from bridge.sim.train import train
+
+    path = tmp_path_factory.mktemp("rhythm-model") / "rhythm.npz"
+    train(path, seed=0, n_people=600, families=("rhythm",))
+    return str(path)

@@ -53,7 +53,7 @@ def test_bundled_returns_action_belief_and_one_line_rationale():
     assert (
         rec.action in ACTIONS
         and rec.runner == "bundled"
-        and rec.runner_version.startswith("2-seed")
+        and rec.runner_version.startswith("3-seed")
     )
     assert len(rec.belief) == 3 and all(0 <= b <= 1 for b in rec.belief)
     assert "\n" not in rec.rationale and "no answers yet" in rec.rationale

@@ -158,10 +158,11 @@ def test_the_belief_comes_with_its_posterior_sd_which_shrinks_with_answers():
     runner = BundledRunner()
     before = runner.recommend({"slot": 0}, []).extra["belief_sd"]
     assert len(before) == 3 and all(0.2 < x < 0.35 for x in before)
-    ep = run_episode(BundledRunner(), person("in", 5), 28)
+    ep = run_episode(BundledRunner(), person("in", 5), 112)
     after = runner.recommend({"slot": 0}, ep.history()).extra["belief_sd"]
     assert all(a < b for a, b in zip(after, before, strict=True))
     assert max(after) < 0.15  # a month's answers: sure enough for the page
+    assert ep.sds[0] == before and len(ep.sds) == 112
 
 
 def test_mixture_training_is_reproducible_and_names_its_families(tmp_path):
@@ -199,6 +200,10 @@ def test_leave_one_family_out_in_ci_size():
         assert {"bundled", "linear-ts", "oracle", "random"} <= set(fold["in"]["runners"])
         assert fold["linear_ts_tuning"]  # tuned on the training families only
     assert len(report["summary"]) == 4
+    from bridge.sim.plot import lofo_svg
+
+    svg = lofo_svg(report)
+    assert svg.startswith("<svg") and svg.count('fill="#d62728"') == 4 + 1  # bundled bars + key
     text = format_lofo(report)
     assert "| habits | ood |" in text and ("[met]" in text or "[MISSED]" in text)
 

@@ -58,7 +58,13 @@ def _families(text: str, option: str) -> tuple[str, ...]:
 
 
 def _lofo(
-    families: str, people: int, seed: int, train_people: int, slots: int, as_json: bool
+    families: str,
+    people: int,
+    seed: int,
+    train_people: int,
+    slots: int,
+    as_json: bool,
+    plot: Path | None,
 ) -> None:
     from bridge.sim.lofo import format_lofo, lofo
 
@@ -73,6 +79,10 @@ def _lofo(
         slots=slots,
         progress=None if as_json else lambda n: typer.echo(n + "…", err=True),
     )
+    if plot is not None:
+        from bridge.sim.plot import write_lofo_plot
+
+        write_lofo_plot(report, plot)
     if as_json:
         print_json(report)
         return
@@ -134,7 +144,7 @@ def eval_(
     if split not in ("in", "ood"):
         raise InputError(f"--split {split!r}: use 'in' or 'ood'")
     if lofo:
-        _lofo(families, people, seed, train_people, slots, as_json)
+        _lofo(families, people, seed, train_people, slots, as_json, plot)
         return
     if family not in NAMES:
         raise InputError(f"--family {family!r}: use one of {', '.join(NAMES)}")

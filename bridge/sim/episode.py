@@ -35,6 +35,7 @@ class Episode:
     truths: list[list[float]] = field(default_factory=list)  # the profile at each interaction
     final_truth: list[float] | None = None
     expected: list[float | None] = field(default_factory=list)  # the runner's P(accept)
+    sds: list[list[float] | None] = field(default_factory=list)  # the belief's posterior sd
     late: int = 0  # answers that reached the runner after the next recommendation
     unanswered: int = 0  # answers that never came ("expired")
 
@@ -156,9 +157,10 @@ def run_episode(
             rec = runner.recommend(obs, history)
             action, belief = rec.action, rec.belief
             expected = rec.extra.get("expected_accept")
+            sd = rec.extra.get("belief_sd")
         except Exception:
             ep.errors += 1
-            action, belief, expected = fallback, None, None
+            action, belief, expected, sd = fallback, None, None, None
         ep.latencies.append(time.perf_counter() - started)
         a = ACTIONS.index(action)
         if cal is not None:
@@ -180,6 +182,7 @@ def run_episode(
         ep.beliefs.append(list(belief) if belief is not None else None)
         ep.truths.append(sim.profile(t).tolist())
         ep.expected.append(None if expected is None else float(expected))
+        ep.sds.append(None if sd is None else list(sd))
         ep.crashed.append(bool((after < CRASH).any()))
         ep.meters.append(after.tolist())
         meters = after

@@ -83,6 +83,28 @@ def _mae(beliefs: list[list[float] | None], truth: list[list[float] | None]) -> 
 CALIBRATION_BINS = 10
 
 
+def belief_sd_check(episodes: list[Episode], k: int = 28) -> dict[str, float] | None:
+    """Is the stated posterior sd honest? After k answers: the mean sd, the mean absolute
+    error, and the share of axes whose truth lies within 1 and 2 sd of the belief (about
+    0.68 and 0.95 if the posterior were calibrated and Gaussian)."""
+    pairs = [
+        (e.beliefs[k], e.sds[k], e.truths[k])
+        for e in episodes
+        if len(e.sds) > k and e.sds[k] is not None and e.beliefs[k] is not None
+    ]
+    if not pairs:
+        return None
+    b, sd, t = (np.array(x, dtype=float) for x in zip(*pairs, strict=True))
+    z = np.abs(b - t) / np.maximum(sd, 1e-6)
+    return {
+        "after": k,
+        "mean_sd": round(float(sd.mean()), 4),
+        "mae": round(float(np.abs(b - t).mean()), 4),
+        "within_1sd": round(float((z <= 1).mean()), 4),
+        "within_2sd": round(float((z <= 2).mean()), 4),
+    }
+
+
 def calibration(episodes: list[Episode]) -> dict[str, Any] | None:
     """The runner's P(accept) for what it recommended vs what happened.
 
@@ -141,6 +163,7 @@ def summarize(episodes: list[Episode], oracle_roll: np.ndarray | None) -> dict[s
         truth = [e.final_truth if k >= len(e.truths) else e.truths[k] for e in episodes]
         mae[str(k)] = _mae(beliefs, truth)
     out["belief_mae"] = mae
+    out["belief_sd"] = belief_sd_check(episodes)
     out["calibration"] = calibration(episodes)
     answers = sum(len(e.actions) for e in episodes)
     out["late_answer_share"] = sum(e.late for e in episodes) / max(1, answers)
