@@ -1,6 +1,11 @@
 """Soak: the daemon for 30 simulated days against local fakes of every provider.
 
     .venv/bin/python benchmarks/soak.py [--days 30] [--no-faults] [--keep DIR]
+                                        [--meters-in-process] [--trace-memory]
+
+The daemon runs its meter step in a child process (bridge/cycle/meters_apart.py);
+`--meters-in-process` runs it in the daemon's own process as before, the baseline for
+the RSS growth.
 
 The daemon's own scheduler (`bridge.daemon.scheduler.build_scheduler`: the 15-minute cycle and the
 hourly adapter job) runs in this process under an accelerated clock (time-machine): after
@@ -246,6 +251,11 @@ def main() -> None:
         "--no-heap-tuning", action="store_true", help="without the daemon's heap tuning and trim"
     )
     ap.add_argument("--trace-memory", action="store_true", help="list what grew after day 1 (slow)")
+    ap.add_argument(
+        "--meters-in-process",
+        action="store_true",
+        help="the meter step in the daemon's process, as before it had a child of its own",
+    )
     args = ap.parse_args()
     os.environ.setdefault(KEY_ENV, "soak-benchmark-keyring-key")
     work = args.keep or Path(tempfile.mkdtemp(prefix="rb-soak-"))
@@ -261,6 +271,13 @@ def main() -> None:
     connectors.http.sleep = waits.append  # a wait for the provider is simulated, not slept
     import bridge.daemon.scheduler
 
+    if args.meters_in_process:
+        run_cycle = bridge.daemon.scheduler.run_cycle
+
+        def in_process(*args: Any, meters_apart: bool = False, **kwargs: Any) -> Any:
+            return run_cycle(*args, **kwargs)
+
+        bridge.daemon.scheduler.run_cycle = in_process  # type: ignore[assignment]
     if args.no_heap_tuning:
         bridge.daemon.scheduler.trim_heap = lambda: None
     else:

@@ -111,6 +111,22 @@ def test_a_stop_during_the_meter_step_ends_the_child_and_stores_nothing(
     assert recompute_apart(loaded, settings, DEMO_NOW) == 33 * 4 + 1
 
 
+def test_systemds_stop_reaching_the_child_first_is_still_a_stop(loaded, settings, monkeypatch):
+    # The unit's stop signal goes to the whole group: here the child ends before the
+    # daemon's handler has set the flag.
+    stop = threading.Event()
+
+    def sigterm(child):
+        child.send_signal(signal.SIGTERM)
+        threading.Timer(0.5, stop.set).start()
+
+    started = _children(monkeypatch, sigterm)
+    with pytest.raises(Cancelled):
+        recompute_apart(loaded, settings, DEMO_NOW, stop=stop)
+    assert started[0].returncode == -signal.SIGTERM
+    assert loaded.count(MeterSnapshot) == 0
+
+
 def test_a_child_killed_from_outside_is_one_line_and_leaves_nothing_partial(
     loaded, settings, monkeypatch
 ):

@@ -178,3 +178,26 @@ def test_samples_sharing_a_natural_key_are_one_reading_and_reimport_changes_noth
     for _ in range(2):
         again = import_file(store, "apple-health", path, ctx, force=True)
         assert again.new == 0 and store.count(Reading) == 2, again.line()
+
+
+@pytest.mark.sqlite_only
+def test_the_fast_writer_keeps_statement_journals_in_memory_and_puts_the_setting_back(
+    store, ctx, monkeypatch
+):
+    from sqlalchemy import text
+
+    from bridge.intake import ingest
+
+    seen = []
+    flush = ingest.ReadingWriter.flush
+
+    def spy(self):
+        raw = self.conn.connection.dbapi_connection
+        seen.append(raw.execute("PRAGMA temp_store").fetchone()[0])
+        return flush(self)
+
+    monkeypatch.setattr(ingest.ReadingWriter, "flush", spy)
+    import_file(store, "apple-health", SAMPLE / "apple_health_export.zip", ctx)
+    assert seen and set(seen) == {2}  # MEMORY while writing: a journal per triggered row
+    with store.session() as s:
+        assert s.execute(text("PRAGMA temp_store")).scalar() == 0  # the pool's default

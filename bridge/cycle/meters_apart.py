@@ -19,6 +19,7 @@ line: the number of slots computed, or the error's class and one-line message.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -77,8 +78,12 @@ def recompute_apart(
     )
     try:
         assert child.stdin is not None and child.stdout is not None
-        child.stdin.write(payload)
-        child.stdin.close()
+        # A child that ended before reading its job: its exit status says why (below).
+        with contextlib.suppress(BrokenPipeError):
+            child.stdin.write(payload)
+            child.stdin.flush()
+        with contextlib.suppress(BrokenPipeError):
+            child.stdin.close()
         while True:
             try:
                 child.wait(POLL_SECONDS)
@@ -106,11 +111,10 @@ def recompute_apart(
     if "error" in doc:
         raise _ERRORS.get(doc["error"], BridgeError)(doc["message"])
     if child.returncode < 0:
-        # systemd's stop signal reaches the whole group at once: the child may have ended
-        # before this process's own handler set the stop flag.
-        if stop is not None and (
-            stop.is_set() or (-child.returncode == signal.SIGTERM and stop.wait(STOP_GRACE))
-        ):
+        # systemd's stop signal (or Ctrl-C) reaches the whole group at once: the child may
+        # have ended before this process's own handler set the stop flag.
+        stopping = -child.returncode in (signal.SIGTERM, signal.SIGINT)
+        if stop is not None and (stop.is_set() or (stopping and stop.wait(STOP_GRACE))):
             raise Cancelled()
         name = signal.Signals(-child.returncode).name
         raise BridgeError(

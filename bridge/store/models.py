@@ -159,7 +159,19 @@ class MeterChange(SQLModel, table=True):
     and then deleted by the meter step (bridge.cycle.meter_changes)."""
 
     __tablename__ = "meter_changes"
-    __table_args__ = (Index("ix_meter_changes_day", "kind", "day", "taken"),)
+    __table_args__ = (
+        Index("ix_meter_changes_day", "kind", "day", "taken"),
+        # A day waits once: each written row's trigger is one probe of this index
+        # (migration i18_cheaper_notes).
+        Index(
+            "ux_meter_changes_waiting",
+            "kind",
+            "day",
+            unique=True,
+            sqlite_where=text("taken = 0"),
+            postgresql_where=text("NOT taken"),
+        ),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     kind: str = Field(max_length=1)
