@@ -108,3 +108,114 @@ def test_history_item_from_the_simulator_has_the_contract_shape():
     it = history_item(5, M, "SLEEP", True, M + 0.1)
     assert set(it) == {"day", "slot", "meters", "action", "response", "meter_deltas"}
     assert it["response"] == "accepted" and it["meter_deltas"]["vitality"] == pytest.approx(0.1)
+
+
+# --- model version 4: one expert per training family, integrated out (issues 20, 22) ---
+
+
+@pytest.fixture(scope="module")
+def two_experts(tmp_path_factory):
+    from bridge.sim.train import train
+
+    path = tmp_path_factory.mktemp("experts") / "two.npz"
+    train(path, seed=2, n_people=80, slots=112, families=("rhythm", "fatigue"), temper_people=0)
+    return str(path)
+
+
+def _episode_history(model, family, index, slots=40):
+    from bridge.runner.bundled import BundledRunner
+    from bridge.sim.episode import run_episode
+    from bridge.sim.evaluate import _family
+
+    runner = BundledRunner(model)
+    person = _family(family, calendars=False).person("in", index, 0)
+    return runner, run_episode(runner, person, slots).history()
+
+
+def test_a_v3_artifact_without_an_expert_axis_loads_as_one_expert(two_experts, tmp_path):
+    from bridge.runner.bundled import BundledModel
+
+    with np.load(two_experts, allow_pickle=False) as data:
+        arrays = {k: np.asarray(data[k]) for k in data.files}
+    meta = json.loads(str(arrays["meta"]))
+    assert meta["model_version"] == "4" and meta["experts"] == ["rhythm", "fatigue"]
+    assert arrays["accept_w"].shape[0] == 2
+    old_meta = {k: v for k, v in meta.items() if k != "experts"} | {"model_version": "3"}
+    v3, v4 = tmp_path / "v3.npz", tmp_path / "v4-one.npz"
+    np.savez(
+        v3,
+        meta=np.array(json.dumps(old_meta)),
+        **{k: arrays[k][0] for k in ("accept_w", "delta_w", "delta_sd")},
+    )
+    np.savez(
+        v4,
+        meta=np.array(json.dumps(meta | {"experts": ["rhythm"]})),
+        **{k: arrays[k][:1] for k in ("accept_w", "delta_w", "delta_sd")},
+    )
+    old, one = BundledModel(v3), BundledModel(v4)
+    assert old.experts == ["rhythm+fatigue"] and old.accept_w.ndim == 4
+    _, history = _episode_history(two_experts, "rhythm", 0, 20)
+    np.testing.assert_allclose(
+        old.log_joint(history, offsets=(0.0, 0.5)), one.log_joint(history, offsets=(0.0, 0.5))
+    )
+    rec = load_runner("bundled", model=str(v3)).recommend(OBS, history)
+    assert rec.action in ACTIONS and rec.runner_version == "3-seed2"
+    # an artifact whose arrays and expert names disagree is refused, not misread
+    bad = tmp_path / "bad.npz"
+    np.savez(
+        bad,
+        meta=np.array(json.dumps(meta | {"experts": ["rhythm"]})),
+        **{k: arrays[k] for k in ("accept_w", "delta_w", "delta_sd")},
+    )
+    with pytest.raises(ValueError, match="2 experts"):
+        BundledModel(bad)
+
+
+@pytest.mark.parametrize("family", ["rhythm", "fatigue"])
+def test_a_person_of_one_family_is_read_by_that_familys_expert(two_experts, family):
+    weights = []
+    for index in range(4):
+        runner, history = _episode_history(two_experts, family, index)
+        share = runner.expert_posterior(history).sum((1, 2))
+        assert share.sum() == pytest.approx(1.0)
+        weights.append(share[runner.model.experts.index(family)])
+        assert runner.expert_posterior([]).sum((1, 2)) == pytest.approx([0.5, 0.5])
+    # 40 answers from one family's person put most of the weight on its expert
+    assert np.median(weights) > 0.9 and min(weights) > 0.5, weights
+
+
+def test_the_running_evidence_gives_the_fresh_posterior(two_experts):
+    from bridge.runner.bundled import BundledRunner
+
+    _, history = _episode_history(two_experts, "fatigue", 1, 30)
+    runner = BundledRunner(two_experts)
+    model = runner.model
+
+    def fresh(h):
+        logp = model.log_joint_experts(
+            h, None, None, runner.delta_weight, runner.offsets
+        )  # no evidence: read from scratch
+        w = np.exp(logp)
+        return w / w.sum()
+
+    grown: list[dict] = []
+    for h in history:  # one answer more per call, as the pipeline asks
+        grown.append(h)
+        np.testing.assert_allclose(runner.expert_posterior(grown), fresh(grown), atol=1e-6)
+    assert len(runner.evidence.items) == len(history)
+    # a late answer lands in the middle: only it is read, and the result is the same
+    late = [dict(h) for h in history]
+    late[10] = {**late[10], "response": None}
+    runner = BundledRunner(two_experts)
+    runner.expert_posterior(late)
+    late[10]["response"] = history[10]["response"]  # filled in, in place
+    np.testing.assert_allclose(runner.expert_posterior(late), fresh(history), atol=1e-6)
+    # a changed answer starts over from the whole history
+    changed = [dict(h) for h in history]
+    changed[3] = {
+        **changed[3],
+        "response": "ignored" if h["response"] == "accepted" else "accepted",
+    }
+    np.testing.assert_allclose(runner.expert_posterior(changed), fresh(changed), atol=1e-6)
+    np.testing.assert_allclose(runner.expert_posterior(history), fresh(history), atol=1e-6)
+    assert not np.allclose(fresh(changed), fresh(history), atol=1e-4)  # it did matter

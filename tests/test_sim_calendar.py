@@ -69,7 +69,7 @@ def test_what_the_model_learned_about_booked_slots_and_scheduled_actions(rhythm_
 
     def logit(model, busy, scheduled):
         return float(
-            model.accept_logits(learn, context(1, meters, busy, scheduled)[None])[0].mean()
+            model.accept_logits(learn, context(1, meters, busy, scheduled)[None])[:, 0].mean()
         )
 
     # The rhythm simulator's people welcome what their calendar already holds and refuse
@@ -92,15 +92,15 @@ def test_what_the_model_learned_about_booked_slots_and_scheduled_actions(rhythm_
 
 def test_the_bundled_model_knows_the_calendar_and_older_models_still_load(tmp_path):
     model = load_model()
-    assert model.accept_w.shape[1] == N_CTX
-    assert np.abs(model.accept_w[:, N_CTX_V1:, :]).sum() > 0  # trained with calendars
+    assert model.accept_w.shape[2] == N_CTX
+    assert np.abs(model.accept_w[:, :, N_CTX_V1:, :]).sum() > 0  # trained with calendars
     old = {k: np.asarray(v) for k, v in np.load(model_path(), allow_pickle=False).items()}
-    old["accept_w"] = old["accept_w"][:, :N_CTX_V1, :]
+    old["accept_w"] = old["accept_w"][..., :N_CTX_V1, :]
     path = tmp_path / "v1.npz"
     np.savez(path, **old)
     runner = BundledRunner(model=str(path))
     rec = runner.recommend(observation(0, np.full(5, 0.5)), [])
-    assert rec.action and runner.model.accept_w.shape[1] == N_CTX
+    assert rec.action and runner.model.accept_w.shape[2] == N_CTX
 
 
 def model_path():

@@ -43,9 +43,9 @@ class Adapter:
 
 def fit_adapter(history: list[dict[str, Any]], model: Any) -> dict[str, Any]:
     """The adapter document for this history (oldest first), as JSON-ready data."""
-    logp = model.log_posterior(history)
-    post = np.exp(logp - logp.max())
-    post /= post.sum()
+    full = np.exp(model.log_joint_experts(history)[:, :, 0])  # (experts, K)
+    full /= full.sum()
+    post = full.sum(0)
     mean = post @ model.grid
     cov = (model.grid * post[:, None]).T @ model.grid - np.outer(mean, mean)
     items = [
@@ -56,9 +56,9 @@ def fit_adapter(history: list[dict[str, Any]], model: Any) -> dict[str, Any]:
         acts = np.array([ACTIONS.index(h["action"]) for h in items])
         y = np.array([RESPONSE_VALUE[h["response"]] for h in items])
         ctx = np.array([item_context(h) for h in items])
-        z = model.accept_logits(acts, ctx).astype(np.float64)  # (n, K)
-        for _ in range(8):  # Newton on the offsets, profile marginalised by the posterior
-            p = (1.0 / (1.0 + np.exp(-(z + bias[acts][:, None])))) @ post
+        z = model.accept_logits(acts, ctx).astype(np.float64)  # (experts, n, K)
+        for _ in range(8):  # Newton on the offsets, expert and profile marginalised
+            p = np.einsum("enk,ek->n", 1.0 / (1.0 + np.exp(-(z + bias[acts][:, None]))), full)
             grad = np.bincount(acts, p - y, len(ACTIONS)) + BIAS_L2 * bias
             hess = np.bincount(acts, p * (1 - p), len(ACTIONS)) + BIAS_L2
             bias -= grad / hess

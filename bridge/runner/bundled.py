@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from copy import deepcopy
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
@@ -50,6 +51,7 @@ OFFSET_SD = 0.6
 PROBE = 0.6  # weight of information gain over expected acceptance at the first step
 PROBE_HORIZON = 16  # ... falling to zero over this many answers
 AXES = ("S", "M", "W")
+DROP = 1e-4  # experts below this share of the most likely one's weight are left out
 
 
 def default_model_path() -> Path:
@@ -57,18 +59,37 @@ def default_model_path() -> Path:
 
 
 class BundledModel:
-    """The trained arrays plus the profile grid, loaded from NPZ without pickle."""
+    """The trained arrays plus the profile grid, loaded from NPZ without pickle.
+
+    Since model version 4 every array has a leading expert axis: one acceptance model
+    and one meter-change model per training family (bridge.sim.train). A person's
+    history is scored under every expert and the expert is integrated out like the
+    profile, so a person of a training family is read by their family's expert and a
+    person of another family by whichever experts explain them. An older artifact (no
+    expert axis) is one expert.
+    """
 
     def __init__(self, path: Path) -> None:
         _single_threaded_blas()
         with np.load(path, allow_pickle=False) as data:
             self.meta: dict[str, Any] = json.loads(str(data["meta"]))
-            self.accept_w = data["accept_w"].astype(np.float64)  # (A, ctx, prof)
-            self.delta_w = data["delta_w"].astype(np.float64)  # (A, dctx, prof, meters)
-            self.delta_sd = data["delta_sd"].astype(np.float64)  # (A, meters)
-        if self.accept_w.shape[1] < N_CTX:  # a model from before the calendar features
-            pad = N_CTX - self.accept_w.shape[1]
-            self.accept_w = np.pad(self.accept_w, ((0, 0), (0, pad), (0, 0)))
+            accept_w = data["accept_w"].astype(np.float64)
+            delta_w = data["delta_w"].astype(np.float64)
+            delta_sd = data["delta_sd"].astype(np.float64)
+        if accept_w.ndim == 3:  # before version 4: a single model
+            accept_w, delta_w, delta_sd = accept_w[None], delta_w[None], delta_sd[None]
+        if accept_w.shape[2] < N_CTX:  # a model from before the calendar features
+            pad = N_CTX - accept_w.shape[2]
+            accept_w = np.pad(accept_w, ((0, 0), (0, 0), (0, pad), (0, 0)))
+        self.accept_w = accept_w  # (E, A, ctx, prof)
+        self.delta_w = delta_w  # (E, A, dctx, prof, meters)
+        self.delta_sd = delta_sd  # (E, A, meters)
+        names = self.meta.get("experts") or ["+".join(self.meta.get("families", ["rhythm"]))]
+        self.experts: list[str] = list(names)
+        if len(self.experts) != len(accept_w):
+            raise ValueError(f"{path}: {len(accept_w)} experts but meta names {names}")
+        prior = np.asarray(self.meta.get("expert_prior") or np.ones(len(self.experts)), float)
+        self.log_expert_prior = np.log(prior / prior.sum())
         axis = np.linspace(0.0, 1.0, GRID_POINTS)
         self.grid = np.stack(np.meshgrid(axis, axis, axis, indexing="ij"), -1).reshape(-1, 3)
         self.g = profile_features(self.grid)  # (K, prof)
@@ -78,9 +99,12 @@ class BundledModel:
         self.version = f"{self.meta['model_version']}-seed{self.meta['seed']}"
         self.delta_weight = float(self.meta.get("delta_weight", DELTA_WEIGHT))
 
-    def accept_logits(self, actions: np.ndarray, ctx: np.ndarray) -> np.ndarray:
-        """(n,) actions in (n, ctx) contexts -> (n, K) logits, one per grid profile."""
-        w = np.matmul(ctx[:, None, :], self.accept_w[actions])[:, 0, :]  # (n, prof)
+    def accept_logits(
+        self, actions: np.ndarray, ctx: np.ndarray, experts: np.ndarray | None = None
+    ) -> np.ndarray:
+        """(n,) actions in (n, ctx) contexts -> (E, n, K) logits per expert and profile."""
+        aw = self.accept_w if experts is None else self.accept_w[experts]
+        w = np.einsum("nc,encp->enp", ctx, aw[:, actions])  # (E, n, prof)
         return w.astype(np.float32) @ self.g32.T
 
     def log_posterior(
@@ -91,7 +115,7 @@ class BundledModel:
         delta_weight: float | None = None,
         offsets: tuple[float, ...] = (0.0,),
     ) -> np.ndarray:
-        """(K,) log posterior over the profile grid (any acceptance offset integrated out)."""
+        """(K,) log posterior over the profile grid (expert and offset integrated out)."""
         joint = self.log_joint(history, log_prior, bias, delta_weight, offsets)
         top = joint.max()
         return np.log(np.exp(joint - top).sum(1)) + top
@@ -104,57 +128,145 @@ class BundledModel:
         delta_weight: float | None = None,
         offsets: tuple[float, ...] = (0.0,),
     ) -> np.ndarray:
-        """(K, B) log posterior over profile x acceptance offset, max 0."""
+        """(K, B) log posterior over profile x acceptance offset (experts out), max 0."""
+        full = self.log_joint_experts(history, log_prior, bias, delta_weight, offsets)
+        joint = np.log(np.exp(full).sum(0))
+        return joint - joint.max()
+
+    def log_joint_experts(
+        self,
+        history: list[dict[str, Any]],
+        log_prior: np.ndarray | None = None,
+        bias: np.ndarray | None = None,
+        delta_weight: float | None = None,
+        offsets: tuple[float, ...] = (0.0,),
+        evidence: Evidence | None = None,
+    ) -> np.ndarray:
+        """(E, K, B) log posterior over expert x profile x acceptance offset, max 0.
+
+        `evidence` (the runner's, for the same bias and offsets) keeps the sums of the
+        answers it has already read, so only new answers cost anything.
+        """
+        if evidence is None:
+            evidence = Evidence(self, bias, offsets, keep=False)
+        evidence.update(history)
         off = np.asarray(offsets, dtype=np.float64)
-        logp = (self.log_prior if log_prior is None else log_prior)[:, None] - 0.5 * (
+        logp = (self.log_prior if log_prior is None else log_prior)[None, :, None] - 0.5 * (
             off / OFFSET_SD
         ) ** 2
+        logp = logp + self.log_expert_prior[:, None, None]
+        weight = self.delta_weight if delta_weight is None else delta_weight
+        logp = logp + evidence.log_likelihood(weight)
+        return logp - logp.max()
+
+
+class Evidence:
+    """What a history says about (expert, profile, offset), as running sums.
+
+    The log-likelihood is a sum over answers, in any order, so a history that only
+    gained answers (at the end, or a late answer in between) needs only the new ones
+    read: O(new answers) per recommendation instead of O(history). Anything else (an
+    answer changed or gone) starts over from the whole history.
+    """
+
+    def __init__(
+        self,
+        model: BundledModel,
+        bias: np.ndarray | None,
+        offsets: tuple[float, ...],
+        keep: bool = True,
+    ) -> None:
+        # keep=False: read once and forget (no copies of the answers kept)
+        self.model, self.bias, self.keep = model, bias, keep
+        self.offsets = np.asarray(offsets, dtype=np.float32)
+        self.reset()
+
+    def reset(self) -> None:
+        e, k, p = len(self.model.experts), len(self.model.grid), self.model.g.shape[1]
+        self.items: list[dict[str, Any]] = []
+        self.accept = np.zeros((e, k, len(self.offsets)))
+        self.quad = np.zeros((e, p, p))
+        self.lin = np.zeros((e, p))
+        self.const = np.zeros(e)
+
+    def update(self, history: list[dict[str, Any]]) -> None:
         items = [
             h for h in history if h.get("action") in ACTIONS and h.get("response") in RESPONSE_VALUE
         ]
+        if not self.keep:
+            self.reset()
+            self._add(items)
+            return
+        kept: list[dict[str, Any]] = []
+        new: list[dict[str, Any]] = []
+        j = 0
+        for h in items:  # the old answers must appear, unchanged and in order, among these
+            if j < len(self.items) and h == self.items[j]:
+                kept.append(self.items[j])
+                j += 1
+            else:
+                new.append(h)
+                kept.append(deepcopy(h))  # a caller may fill in a response later, in place
+        if j < len(self.items):
+            self.reset()
+            new, kept = items, [deepcopy(h) for h in items]
+        self._add(new)
+        self.items = kept
+
+    def _add(self, items: list[dict[str, Any]]) -> None:
         if not items:
-            return logp - logp.max()
+            return
+        m = self.model
         acts = np.array([ACTIONS.index(h["action"]) for h in items])
         y = np.array([RESPONSE_VALUE[h["response"]] for h in items])
         ctx = np.array([item_context(h) for h in items])
-        z = self.accept_logits(acts, ctx)
-        if bias is not None:
-            z = z + bias[acts][:, None].astype(np.float32)
+        z = m.accept_logits(acts, ctx)  # (E, n, K)
+        if self.bias is not None:
+            z = z + self.bias[acts][None, :, None].astype(np.float32)
         # log sigmoid(z) if accepted, log sigmoid(-z) if not; stable for large |z|. One
-        # (n, K) array per offset, worked on in place (it stays in cache): this is most of
-        # a recommendation's time.
-        flip = np.where(y == 1.0, -1.0, 1.0).astype(np.float32)[:, None]
+        # (E, n, K) array per offset, worked on in place.
+        flip = np.where(y == 1.0, -1.0, 1.0).astype(np.float32)[None, :, None]
         x = np.empty_like(z)
-        for j, b in enumerate(off.astype(np.float32)):
+        for j, b in enumerate(self.offsets):
             np.add(z, b, out=x)
             np.multiply(x, flip, out=x)  # -signed
             np.clip(x, -30.0, 30.0, out=x)
             np.exp(x, out=x)
             np.log1p(x, out=x)
-            logp[:, j] -= x.sum(0, dtype=np.float64)
+            self.accept[:, :, j] -= x.sum(1, dtype=np.float64)
         acc = [i for i, h in enumerate(items) if y[i] == 1.0 and h.get("meter_deltas")]
-        if acc:
-            before = np.array([meters_of(items[i].get("meters") or {}) for i in acc])
-            raw = [items[i]["meter_deltas"] for i in acc]
-            obs = np.array([[np.nan if d.get(m) is None else d[m] for m in METERS] for d in raw])
-            after = before + obs
-            # Unknown meters and changes cut off at 0 or 1 carry no evidence.
-            usable = ~np.isnan(obs) & (after > 0.005) & (after < 0.995)
-            # Each expected change is linear in g(profile), so the Gaussian log-likelihood
-            # summed over items is a quadratic form in g: O(items) work, not O(items x grid).
-            wd = np.einsum(
-                "nd,ndpm->nmp",
-                np.array([delta_context(items[i]["slot"]) for i in acc]),
-                self.delta_w[acts[acc]],
-            )  # (n, meters, prof)
-            prec = usable / self.delta_sd[acts[acc]] ** 2  # (n, meters)
-            obs = np.nan_to_num(obs)
-            quad = np.einsum("nm,nmp,nmq->pq", prec, wd, wd)
-            lin = np.einsum("nm,nm,nmp->p", prec, obs, wd)
-            ll = self.g @ lin - 0.5 * np.einsum("kp,pq,kq->k", self.g, quad, self.g)
-            weight = self.delta_weight if delta_weight is None else delta_weight
-            logp += (weight * ll)[:, None]
-        return logp - logp.max()
+        if not acc:
+            return
+        before = np.array([meters_of(items[i].get("meters") or {}) for i in acc])
+        raw = [items[i]["meter_deltas"] for i in acc]
+        obs = np.array([[np.nan if d.get(k) is None else d[k] for k in METERS] for d in raw])
+        after = before + obs
+        # Unknown meters and changes cut off at 0 or 1 carry no evidence.
+        usable = ~np.isnan(obs) & (after > 0.005) & (after < 0.995)
+        # Each expected change is linear in g(profile), so the Gaussian log-likelihood
+        # summed over items is a quadratic form in g: O(items) work, not O(items x grid).
+        wd = np.einsum(
+            "nd,endpm->enmp",
+            np.array([delta_context(items[i]["slot"]) for i in acc]),
+            m.delta_w[:, acts[acc]],
+        )  # (E, n, meters, prof)
+        prec = usable[None] / m.delta_sd[:, acts[acc]] ** 2  # (E, n, meters)
+        obs = np.nan_to_num(obs)
+        self.quad += np.einsum("enm,enmp,enmq->epq", prec, wd, wd)
+        self.lin += np.einsum("enm,nm,enmp->ep", prec, obs, wd)
+        # What does not depend on the profile still differs between experts (each has
+        # its own spread): without it the experts could not be compared.
+        self.const -= np.einsum("enm,nm->e", prec, obs**2) / 2 + np.einsum(
+            "nm,enm->e", usable, np.log(m.delta_sd[:, acts[acc]])
+        )
+
+    def log_likelihood(self, delta_weight: float) -> np.ndarray:
+        """(E, K, B): the answers' log-likelihood, the meter changes' tempered by weight."""
+        g = self.model.g
+        ll = (
+            self.const[:, None] + self.lin @ g.T - 0.5 * np.einsum("kp,epq,kq->ek", g, self.quad, g)
+        )
+        return self.accept + (delta_weight * ll)[:, :, None]
 
 
 def _without_calendar(item: dict[str, Any]) -> dict[str, Any]:
@@ -210,26 +322,36 @@ class BundledRunner:
             fitted = load_adapter(adapter, self.model)
             self.log_prior, self.bias = fitted.log_prior, fitted.action_bias
             self.history_since = fitted.through
+        self.evidence = Evidence(self.model, self.bias, self.offsets)
 
     def posterior(self, history: list[dict[str, Any]]) -> np.ndarray:
         """(K,) posterior over the profile grid."""
-        return self.joint_posterior(history).sum(1)
+        return self.expert_posterior(history).sum((0, 2))
 
     def joint_posterior(self, history: list[dict[str, Any]]) -> np.ndarray:
         """(K, B) posterior over profile x acceptance offset."""
+        return self.expert_posterior(history).sum(0)
+
+    def expert_posterior(self, history: list[dict[str, Any]]) -> np.ndarray:
+        """(E, K, B) posterior over expert x profile x acceptance offset."""
         if not self.calendar:
             history = [_without_calendar(h) for h in history]
-        logp = self.model.log_joint(
-            history, self.log_prior, self.bias, self.delta_weight, self.offsets
+        logp = self.model.log_joint_experts(
+            history, self.log_prior, self.bias, self.delta_weight, self.offsets, self.evidence
         )
-        w = np.exp(logp.astype(np.float64))
+        w = np.exp(logp)
         return w / w.sum()
 
     def recommend(
         self, observation: dict[str, Any], history: list[dict[str, Any]]
     ) -> Recommendation:
         m = self.model
-        joint = self.joint_posterior(history)
+        full = self.expert_posterior(history)
+        by_expert = full.sum((1, 2))
+        # Experts the history has all but ruled out cost time and change nothing.
+        live = np.flatnonzero(by_expert >= DROP * by_expert.max())
+        full = full[live] / by_expert[live].sum()
+        joint = full.sum(0)  # (K, B)
         post = joint.sum(1)
         belief = post @ m.grid
         # The posterior sd per axis: how sure the belief is (the page says "not sure yet"
@@ -240,22 +362,31 @@ class BundledRunner:
         busy = booked(observation.get("free_minutes")) if self.calendar else 0.0
         scheduled = observation.get("active_event") if self.calendar else None
         z = m.accept_logits(
-            every, np.array([context(slot, meters, busy, a == scheduled) for a in ACTIONS])
-        )
+            every, np.array([context(slot, meters, busy, a == scheduled) for a in ACTIONS]), live
+        )  # (E, A, K)
         if self.bias is not None:
-            z = z + self.bias[:, None]
-        p = 1.0 / (1.0 + np.exp(-(z[:, :, None] + np.asarray(self.offsets))))  # (A, K, B)
-        expected = np.einsum("akb,kb->a", p, joint)
-        # Mutual information between the answer and the profile: what asking would teach.
-        gain = _entropy(expected) - np.einsum("akb,kb->a", _entropy(p), joint)
+            z = z + self.bias[None, :, None]
+        off = np.asarray(self.offsets)
+        p = 1.0 / (1.0 + np.exp(-(z[..., None] + off)))  # (E, A, K, B)
+        expected = np.einsum("eakb,ekb->a", p, full)
+        # Mutual information between the answer and (expert, profile, offset): what
+        # asking would teach.
+        gain = _entropy(expected) - np.einsum("eakb,ekb->a", _entropy(p), full)
         # Expected changes are linear in g, so their posterior mean and spread need only
-        # the posterior mean and covariance of g.
-        g_mean = post @ m.g
-        g_cov = (m.g * post[:, None]).T @ m.g - np.outer(g_mean, g_mean)
-        wd = np.einsum("d,adpm->amp", delta_context(slot), m.delta_w)  # (A, meters, prof)
-        mean_delta = wd @ g_mean
-        spread = np.maximum(np.einsum("amp,pq,amq->am", wd, g_cov, wd), 0.0)
-        gain = gain + expected * 0.5 * np.log1p(spread / m.delta_sd**2).sum(1) * self.delta_weight
+        # each expert's posterior mean and covariance of g (a mixture over experts).
+        w_e = full.sum((1, 2))  # (E,)
+        post_e = full.sum(2) / w_e[:, None]  # (E, K), each sums to 1
+        g_mean = post_e @ m.g  # (E, prof)
+        g_cov = np.einsum("ek,kp,kq->epq", post_e, m.g, m.g) - np.einsum(
+            "ep,eq->epq", g_mean, g_mean
+        )
+        wd = np.einsum("d,eadpm->eamp", delta_context(slot), m.delta_w[live])  # (E, A, M, P)
+        mean_e = np.einsum("eamp,ep->eam", wd, g_mean)
+        mean_delta = np.einsum("e,eam->am", w_e, mean_e)
+        spread_e = np.maximum(np.einsum("eamp,epq,eamq->eam", wd, g_cov, wd), 0.0)
+        spread = np.einsum("e,eam->am", w_e, spread_e + (mean_e - mean_delta) ** 2)
+        sd2 = np.einsum("e,eam->am", w_e, m.delta_sd[live] ** 2)
+        gain = gain + expected * 0.5 * np.log1p(spread / sd2).sum(1) * self.delta_weight
         known = np.array([observation.get(k) is not None for k in METERS])
         # How far each action is expected to leave a known meter below SAFE: steep enough
         # that when a meter is already low, what lifts it beats what pleases.

@@ -36,8 +36,11 @@ from bridge.sim.world import N_ACTIONS, N_METERS
 from mappings.actions import ACTIONS
 
 # 2: the slot's calendar (how booked, what is scheduled) in the context; 3: trained on a
-# mixture of simulator families
-MODEL_VERSION = "3"
+# mixture of simulator families; 4: one expert per training family (a leading axis)
+MODEL_VERSION = "4"
+# A family with fewer training interactions than this gets no expert of its own (a tiny
+# CI run): its people still train the pooled fallback when no family has enough.
+MIN_EXPERT_SAMPLES = 300
 DEFAULT_PEOPLE = 1500
 DEFAULT_SLOTS = 112
 CALENDAR_SHARE = 0.6  # the rest live without a calendar, as a person with no calendar source
@@ -77,9 +80,10 @@ def simulate(
     person's calendar has room for, as the pipeline never recommends the others.
     """
     rng = np.random.default_rng([seed, 7])
-    ctx, dctx, prof, act, acc, dlt, ok = [], [], [], [], [], [], []
+    ctx, dctx, prof, act, acc, dlt, ok, fam = [], [], [], [], [], [], [], []
     for index in range(n_people):
-        name = families[int(rng.integers(len(families)))]
+        which = int(rng.integers(len(families)))
+        name = families[which]
         person = _training_person(name, index, seed, rng)
         meters = rng.uniform(0.1, 0.95, N_METERS)  # start anywhere: cover low meters too
         for t in range(slots):
@@ -105,6 +109,7 @@ def simulate(
             acc.append(accepted)
             dlt.append(after - meters)
             ok.append(accepted & (after > 0.005) & (after < 0.995))  # clipped deltas lie
+            fam.append(which)
             meters = after
             if rng.random() < 0.02:  # an occasional fresh start keeps coverage wide
                 meters = rng.uniform(0.1, 0.95, N_METERS)
@@ -116,6 +121,7 @@ def simulate(
         "accepted": np.array(acc, dtype=float),
         "delta": np.array(dlt),
         "delta_ok": np.array(ok),
+        "family": np.array(fam, dtype=int),
     }
 
 
@@ -164,6 +170,40 @@ def fit(data: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], float, floa
     return arrays, float(np.concatenate(losses).mean()), float(np.sqrt(np.concatenate(sq).mean()))
 
 
+def fit_experts(
+    data: dict[str, np.ndarray], families: tuple[str, ...], pooled: bool = False
+) -> tuple[list[str], dict[str, np.ndarray], float, float]:
+    """One model per family on that family's interactions only, stacked on a leading axis.
+
+    Pooling the families blurs each one's likelihood (a rhythm person read by a model of
+    four families was read worse than by a rhythm-only one); separate experts, integrated
+    out at inference, keep each sharp. `pooled` adds the model of all of them as one more
+    expert. The reported loss and RMSE are over every expert's own interactions.
+    """
+    names: list[str] = []
+    parts: list[dict[str, np.ndarray]] = []
+    losses, sq = [], []
+    counts = np.bincount(data["family"], minlength=len(families))
+    for i, name in enumerate(families):
+        if counts[i] < MIN_EXPERT_SAMPLES:
+            continue
+        rows = data["family"] == i
+        arrays, loss, rmse = fit({k: v[rows] for k, v in data.items()})
+        names.append(name)
+        parts.append(arrays)
+        losses.append(loss * counts[i])
+        sq.append(rmse**2 * counts[i])
+    if pooled or not names:
+        arrays, loss, rmse = fit(data)
+        names.append("pooled")
+        parts.append(arrays)
+        if len(names) == 1:
+            losses, sq = [loss * counts.sum()], [rmse**2 * counts.sum()]
+    n = sum(counts[families.index(x)] for x in names if x != "pooled") or counts.sum()
+    stacked = {k: np.stack([p[k] for p in parts]) for k in parts[0]}
+    return names, stacked, float(sum(losses) / n), float(np.sqrt(sum(sq) / n))
+
+
 def _write(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
     np.savez_compressed(
         path,
@@ -179,6 +219,7 @@ def train(
     slots: int = DEFAULT_SLOTS,
     families: tuple[str, ...] = NAMES,
     temper_people: int = TUNE_PEOPLE,
+    pooled: bool = False,
 ) -> TrainReport:
     """Simulate, fit, and write the artifact as NPZ (arrays only; loaded without pickle).
 
@@ -188,7 +229,7 @@ def train(
     """
     started = time.perf_counter()
     data = simulate(n_people, slots, seed, tuple(families))
-    arrays, log_loss, rmse = fit(data)
+    experts, arrays, log_loss, rmse = fit_experts(data, tuple(families), pooled)
     meta = {
         "model_version": MODEL_VERSION,
         "seed": seed,
@@ -196,6 +237,7 @@ def train(
         "slots_per_person": slots,
         "split": "train",
         "families": list(families),
+        "experts": experts,
         "split_seed_base": SPLIT_SEEDS["train"],
         "samples": len(data["action"]),
         "accept_log_loss": round(log_loss, 4),
@@ -208,7 +250,15 @@ def train(
 
         def retrain(path: Path, fams: tuple[str, ...]) -> None:
             small = min(n_people, INNER_TRAIN_PEOPLE)
-            train(path, seed=seed, n_people=small, slots=slots, families=fams, temper_people=0)
+            train(
+                path,
+                seed=seed,
+                n_people=small,
+                slots=slots,
+                families=fams,
+                temper_people=0,
+                pooled=pooled,
+            )
 
         weight, trials = choose_delta_weight(
             str(tmp), tuple(families), seed, temper_people, retrain=retrain
