@@ -3,7 +3,10 @@
     .venv/bin/python benchmarks/runner_latency.py
 
 Histories come from a simulated person, so they have the real shape and length (the
-pipeline passes at most 30 days = 120 answers).
+pipeline passes at most 30 days = 120 answers). Two ways of asking: a fresh runner per
+call reads the whole history (as the CLI does), and one runner asked once per slot with
+one answer more each time (as `eval` and a long-running daemon do) reads only the new
+answer (bridge.runner.bundled.Evidence).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import time
 import numpy as np
 
 from bridge.runner import load_runner
+from bridge.runner.bundled import BundledRunner
 from bridge.sim.episode import observation, run_episode
 from bridge.sim.population import people
 
@@ -41,6 +45,22 @@ def main() -> None:
             f"bundled, {n:3d} answers: p50 {p50:.2f} ms, p99 {np.percentile(t, 99):.2f} ms, "
             f"{1000 / p50:.0f} recommendations/s, {p50 / np.median(base):.0f}x heuristic"
         )
+    fresh, growing = [], []
+    for _ in range(3):
+        runner = BundledRunner()
+        for n in range(len(full)):
+            start = time.perf_counter()
+            BundledRunner().recommend(obs, full[:n])
+            fresh.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            runner.recommend(obs, full[:n])
+            growing.append(time.perf_counter() - start)
+    a, b = np.median(fresh) * 1000, np.median(growing) * 1000
+    print(
+        f"bundled over a {len(full)}-answer episode ({len(bundled.model.experts)} experts): "
+        f"p50 {a:.2f} ms reading the whole history each call, {b:.2f} ms reading only the "
+        f"new answer ({a / b:.1f}x)"
+    )
 
 
 if __name__ == "__main__":

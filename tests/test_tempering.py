@@ -34,7 +34,9 @@ def test_weight_is_chosen_on_left_out_training_families_only(tmp_path, monkeypat
     assert meta["delta_weight"] in DELTA_WEIGHTS
     trials = meta["delta_weight_trials"]
     assert trials["left_out_families"] is True
+    # two families: each inner model has one expert, so only the weight is tried
     assert set(trials["mae_28"]) == {str(w) for w in DELTA_WEIGHTS}
+    assert meta["expert_temper"] == 1.0
     assert trials["mae_28"][str(meta["delta_weight"])] == min(trials["mae_28"].values())
     # the runner uses the stored weight unless told otherwise
     assert load_model(str(path)).delta_weight == meta["delta_weight"]

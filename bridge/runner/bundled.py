@@ -98,6 +98,7 @@ class BundledModel:
         self.log_prior = np.log(np.where(inside, 1.0, OUTSIDE_PRIOR)).sum(1)
         self.version = f"{self.meta['model_version']}-seed{self.meta['seed']}"
         self.delta_weight = float(self.meta.get("delta_weight", DELTA_WEIGHT))
+        self.expert_temper = float(self.meta.get("expert_temper", 1.0))
 
     def accept_logits(
         self, actions: np.ndarray, ctx: np.ndarray, experts: np.ndarray | None = None
@@ -141,6 +142,7 @@ class BundledModel:
         delta_weight: float | None = None,
         offsets: tuple[float, ...] = (0.0,),
         evidence: Evidence | None = None,
+        expert_temper: float | None = None,
     ) -> np.ndarray:
         """(E, K, B) log posterior over expert x profile x acceptance offset, max 0.
 
@@ -157,6 +159,15 @@ class BundledModel:
         logp = logp + self.log_expert_prior[:, None, None]
         weight = self.delta_weight if delta_weight is None else delta_weight
         logp = logp + evidence.log_likelihood(weight)
+        temper = self.expert_temper if expert_temper is None else expert_temper
+        if temper != 1.0 and len(logp) > 1:
+            # Each expert's weight from its evidence to the power `temper`; the profile
+            # and offset given the expert as before. No expert is the family of someone
+            # unlike every training family: tempered, the weight stays spread over the
+            # experts that explain them about equally, instead of all on one.
+            top = logp.max()
+            evidence_e = np.log(np.exp(logp - top).sum((1, 2))) + top - self.log_expert_prior
+            logp = logp - ((1.0 - temper) * evidence_e)[:, None, None]
         return logp - logp.max()
 
 
@@ -305,11 +316,13 @@ class BundledRunner:
         calendar: bool = True,
         delta_weight: float | None = None,
         offsets: tuple[float, ...] | None = None,
+        expert_temper: float | None = None,
     ) -> None:
         self.model = load_model(model)
         self.offsets = OFFSETS if offsets is None else offsets
         # None: the model's own tempering; a value: only for choosing one at training time
         self.delta_weight = self.model.delta_weight if delta_weight is None else delta_weight
+        self.expert_temper = self.model.expert_temper if expert_temper is None else expert_temper
         self.calendar = calendar  # False: ignore how booked a slot is (for comparison)
         self.version = self.model.version
         self.probe, self.probe_horizon, self.guard = probe, probe_horizon, guard
@@ -337,7 +350,13 @@ class BundledRunner:
         if not self.calendar:
             history = [_without_calendar(h) for h in history]
         logp = self.model.log_joint_experts(
-            history, self.log_prior, self.bias, self.delta_weight, self.offsets, self.evidence
+            history,
+            self.log_prior,
+            self.bias,
+            self.delta_weight,
+            self.offsets,
+            self.evidence,
+            self.expert_temper,
         )
         w = np.exp(logp)
         return w / w.sum()

@@ -23,6 +23,12 @@ import numpy as np
 # (tests/test_bundled.py); at 0.1 they barely do, and no fold preferred 0.1 by more than
 # noise (the shipped model's trials: 0.139 at 0.1, 0.140 at 0.2).
 DELTA_WEIGHTS = (0.2, 0.35, 0.5)
+# How strongly a history picks one family's expert over the others (bridge.runner.bundled):
+# 1 is plain Bayes, which for someone of no training family puts all weight on one wrong
+# expert (held-out rhythm, 40 people: MAE@28 0.206 at 1, 0.147 at 0.1). Chosen with the
+# weight, on left-out training families; a training family's own people still pick their
+# expert at 0.1 (their evidence for it is hundreds of nats).
+EXPERT_TEMPERS = (1.0, 0.3, 0.1, 0.03)
 TUNE_PEOPLE = 16  # per family
 INNER_TRAIN_PEOPLE = 300  # people per inner model (at most): enough to rank the weights
 TUNE_AFTER = 28  # the belief error the LOFO targets name is the one after 28 answers
@@ -30,7 +36,12 @@ TUNE_SEED_OFFSET = 517  # a seed no `eval` run in the README uses: other people,
 
 
 def belief_mae(
-    model: str, weight: float, families: tuple[str, ...], people: int, seed: int
+    model: str,
+    weight: float,
+    families: tuple[str, ...],
+    people: int,
+    seed: int,
+    temper: float = 1.0,
 ) -> float:
     """Mean |belief - truth| after TUNE_AFTER answers over every family's first `people`."""
     from bridge.runner.bundled import BundledRunner
@@ -42,13 +53,18 @@ def belief_mae(
         fam = _family(name, calendars=False)
         for i in range(people):
             person = fam.person("in", i, (seed + TUNE_SEED_OFFSET) % 1000)
-            ep = run_episode(BundledRunner(model, delta_weight=weight), person, TUNE_AFTER + 1)
+            runner = BundledRunner(model, delta_weight=weight, expert_temper=temper)
+            ep = run_episode(runner, person, TUNE_AFTER + 1)
             late = len(ep.beliefs) <= TUNE_AFTER  # as bridge.sim.evaluate.summarize reads it
             belief = ep.final_belief if late else ep.beliefs[TUNE_AFTER]
             truth = ep.final_truth if late else ep.truths[TUNE_AFTER]
             if belief is not None:
                 errors.append(np.abs(np.array(belief) - np.array(truth)).mean())
     return float(np.mean(errors)) if errors else float("nan")
+
+
+def _key(weight: float, temper: float) -> str:
+    return str(weight) if temper == 1.0 else f"{weight}@{temper}"
 
 
 def choose_delta_weight(
@@ -58,26 +74,30 @@ def choose_delta_weight(
     people: int = TUNE_PEOPLE,
     weights: tuple[float, ...] = DELTA_WEIGHTS,
     retrain: Callable[[Path, tuple[str, ...]], object] | None = None,
-) -> tuple[float, dict[str, float]]:
-    """The weight with the lowest belief error on left-out training families, and all errors.
+    tempers: tuple[float, ...] = (1.0,),
+) -> tuple[float, float, dict[str, float]]:
+    """The (weight, expert temper) with the lowest belief error on left-out training
+    families, and every trial's error keyed "weight" (temper 1) or "weight@temper".
 
     `retrain(path, families)` writes an untempered model of `families` to `path` (the
     trainer passes itself: bridge.sim.train imports this module, not the other way).
     `model` (trained on all `families`) is only used when there is one family or no
-    `retrain`.
+    `retrain`; with one family there is one expert and nothing to temper between.
     """
     if len(families) < 2 or retrain is None:
-        trials = {str(w): belief_mae(model, w, families, people, seed) for w in weights}
+        trials = {_key(w, 1.0): belief_mae(model, w, families, people, seed) for w in weights}
+        pairs = [(w, 1.0) for w in weights]
     else:
-        sums = dict.fromkeys(map(str, weights), 0.0)
+        pairs = [(w, t) for t in tempers for w in weights]
+        sums = {_key(w, t): 0.0 for w, t in pairs}
         with tempfile.TemporaryDirectory(prefix="rb-temper-") as tmp:
             for left in families:
                 rest = tuple(f for f in families if f != left)
                 path = Path(tmp) / f"without-{left}.npz"
                 retrain(path, rest)
-                for w in weights:
-                    sums[str(w)] += belief_mae(str(path), w, (left,), people, seed)
+                for w, t in pairs:
+                    sums[_key(w, t)] += belief_mae(str(path), w, (left,), people, seed, t)
         trials = {k: v / len(families) for k, v in sums.items()}
     trials = {k: round(v, 4) for k, v in trials.items()}
-    best = min(weights, key=lambda w: trials[str(w)])
-    return best, trials
+    best = min(pairs, key=lambda wt: trials[_key(*wt)])
+    return best[0], best[1], trials
