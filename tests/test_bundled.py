@@ -46,6 +46,14 @@ def test_artifact_is_small_npz_without_pickled_objects():
     with np.load(path, allow_pickle=False) as data:  # raises if anything needed pickle
         meta = json.loads(str(data["meta"]))
     assert meta["split"] == "train" and isinstance(meta["seed"], int)
+    # version 4: one expert per training family and the pooled model, on a leading axis
+    assert meta["model_version"] == "4"
+    assert meta["experts"] == [*meta["families"], "pooled"]
+    with np.load(path, allow_pickle=False) as data:
+        assert {data[k].shape[0] for k in ("accept_w", "delta_w", "delta_sd")} == {
+            len(meta["experts"])
+        }
+    assert 0 < meta["expert_temper"] <= 1 and 0 < meta["delta_weight"] <= 1
 
 
 def test_bundled_returns_action_belief_and_one_line_rationale():
@@ -53,7 +61,7 @@ def test_bundled_returns_action_belief_and_one_line_rationale():
     assert (
         rec.action in ACTIONS
         and rec.runner == "bundled"
-        and rec.runner_version.startswith("3-seed")
+        and rec.runner_version.startswith("4-seed")
     )
     assert len(rec.belief) == 3 and all(0 <= b <= 1 for b in rec.belief)
     assert "\n" not in rec.rationale and "no answers yet" in rec.rationale
@@ -118,7 +126,15 @@ def two_experts(tmp_path_factory):
     from bridge.sim.train import train
 
     path = tmp_path_factory.mktemp("experts") / "two.npz"
-    train(path, seed=2, n_people=80, slots=112, families=("rhythm", "fatigue"), temper_people=0)
+    train(
+        path,
+        seed=2,
+        n_people=80,
+        slots=112,
+        families=("rhythm", "fatigue"),
+        temper_people=0,
+        pooled=False,
+    )
     return str(path)
 
 
@@ -219,3 +235,24 @@ def test_the_running_evidence_gives_the_fresh_posterior(two_experts):
     np.testing.assert_allclose(runner.expert_posterior(changed), fresh(changed), atol=1e-6)
     np.testing.assert_allclose(runner.expert_posterior(history), fresh(history), atol=1e-6)
     assert not np.allclose(fresh(changed), fresh(history), atol=1e-4)  # it did matter
+
+
+def test_tempered_expert_evidence_spreads_the_weight_not_each_experts_reading(two_experts):
+    from bridge.runner.bundled import load_model
+
+    model = load_model(two_experts)
+    _, history = _episode_history(two_experts, "fatigue", 0, 30)
+
+    def per_expert(temper):
+        logp = model.log_joint_experts(history, offsets=(0.0, 0.5), expert_temper=temper)
+        top = logp.max((1, 2), keepdims=True)
+        evidence = np.log(np.exp(logp - top).sum((1, 2), keepdims=True)) + top
+        weights = np.exp(evidence.ravel() - evidence.max())
+        return logp - evidence, weights / weights.sum()
+
+    plain, w_plain = per_expert(1.0)
+    tempered, w_tempered = per_expert(0.1)
+    np.testing.assert_allclose(plain, tempered, atol=1e-6)  # same profile x offset reading
+    # the log-odds between the experts shrink tenfold
+    odds = np.log(w_plain[0] / w_plain[1]), np.log(w_tempered[0] / w_tempered[1])
+    assert abs(odds[0]) > 1.0 and odds[1] == pytest.approx(odds[0] * 0.1, rel=1e-4)
