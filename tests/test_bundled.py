@@ -256,3 +256,17 @@ def test_tempered_expert_evidence_spreads_the_weight_not_each_experts_reading(tw
     # the log-odds between the experts shrink tenfold
     odds = np.log(w_plain[0] / w_plain[1]), np.log(w_tempered[0] / w_tempered[1])
     assert abs(odds[0]) > 1.0 and odds[1] == pytest.approx(odds[0] * 0.1, rel=1e-4)
+
+
+def test_tempering_survives_an_expert_the_history_rules_out_completely(two_experts):
+    from bridge.runner.bundled import BundledRunner
+
+    runner, history = _episode_history(two_experts, "rhythm", 1, 112)
+    # meter changes counted fully (weight 4): the fatigue expert's every profile
+    # underflows exp()
+    plain = runner.model.log_joint_experts(history, offsets=(0.0,), delta_weight=4.0)
+    assert plain[1].max() < -745
+    tempered = BundledRunner(two_experts, expert_temper=0.1, delta_weight=4.0)
+    post = tempered.expert_posterior(history)
+    assert np.isfinite(post).all() and post.sum() == pytest.approx(1.0)
+    assert 0 < post[1].sum() < post[0].sum()

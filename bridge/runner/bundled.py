@@ -165,8 +165,9 @@ class BundledModel:
             # and offset given the expert as before. No expert is the family of someone
             # unlike every training family: tempered, the weight stays spread over the
             # experts that explain them about equally, instead of all on one.
-            top = logp.max()
-            evidence_e = np.log(np.exp(logp - top).sum((1, 2))) + top - self.log_expert_prior
+            top = logp.max((1, 2), keepdims=True)  # per expert: none underflows to -inf
+            evidence_e = np.log(np.exp(logp - top).sum((1, 2))) + top.ravel()
+            evidence_e = evidence_e - self.log_expert_prior
             logp = logp - ((1.0 - temper) * evidence_e)[:, None, None]
         return logp - logp.max()
 
