@@ -13,6 +13,9 @@ RSS from wait4):
             migrations, parsing, UTC conversion, upserts, the hash record: everything)
   again     the same command on the same file (skipped by its content hash)
   forced    the same with --force: every record parsed and upserted again, 0 new rows
+  import-1p the first import again into another fresh store, parsed in the writing
+            process itself (RB_APPLE_PARSE_APART=0; big files are otherwise parsed
+            in a child process, bridge/intake/parse_apart.py)
   dogsheep  `healthkit-to-sqlite` when installed (pip install -e ".[bench]")
 
 records/s counts the file's top-level <Record> elements for every row, so the rates
@@ -84,7 +87,7 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, floa
 def row(name: str, m: dict[str, float | str], records: int, base: dict[str, float | str]) -> str:
     wall, cpu = float(m["wall"]), float(m["cpu"])
     return (
-        f"{name:<10}{records / wall:>12,.0f}{wall:>9.1f}{cpu:>8.1f}{float(m['rss_mb']):>10.0f}"
+        f"{name:<11}{records / wall:>12,.0f}{wall:>9.1f}{cpu:>8.1f}{float(m['rss_mb']):>10.0f}"
         f"{wall / float(base['wall']):>8.2f}{cpu / float(base['cpu']):>8.2f}   "
         f"{str(m['out']).splitlines()[-1][:70] if m['out'] else ''}"
     )
@@ -130,6 +133,13 @@ def main() -> None:
     results["import"] = measure(cli, env)
     results["again"] = measure(cli, env)
     results["forced"] = measure([*cli, "--force"], env)
+    # The same first import with parsing and writing in one process (no child).
+    one = work / "config-one.toml"
+    one.write_text(f'timezone = "Europe/Berlin"\ndata_dir = "{work / "store-one"}"\n')
+    shutil.rmtree(work / "store-one", ignore_errors=True)
+    results["import-1p"] = measure(
+        cli, {**env, "RHYTHM_BRIDGE_CONFIG": str(one), "RB_APPLE_PARSE_APART": "0"}
+    )
     dogsheep = shutil.which("healthkit-to-sqlite", path=str(BIN)) or shutil.which(
         "healthkit-to-sqlite"
     )
@@ -139,7 +149,7 @@ def main() -> None:
 
     base = results["floor"]
     print(
-        f"\n{'':<10}{'records/s':>12}{'wall s':>9}{'cpu s':>8}{'peak MB':>10}"
+        f"\n{'':<11}{'records/s':>12}{'wall s':>9}{'cpu s':>8}{'peak MB':>10}"
         f"{'x wall':>8}{'x cpu':>8}   output"
     )
     for name, m in results.items():
