@@ -1,6 +1,7 @@
 """Apple Health import: `rhythm-bridge import apple-health` against a raw floor, same run.
 
     python benchmarks/apple_import.py [--mb 200] [--big] [--workdir DIR] [--keep]
+    python benchmarks/apple_import.py --crossover   # where a parsing child starts to pay
 
 Generates an Apple-Health-shaped export.zip (benchmarks/gen_apple_export.py; about 200 MB
 of XML, 1 GB with --big), then measures, each in its own process (wall time and peak
@@ -93,6 +94,45 @@ def row(name: str, m: dict[str, float | str], records: int, base: dict[str, floa
     )
 
 
+def crossover(repeat: int) -> None:
+    """Where parsing in a child starts to pay: the same first import both ways, the median
+    of `repeat` alternating runs per size (the child costs a process start)."""
+    from gen_apple_export import BYTES_PER_DAY, generate
+
+    work = Path(tempfile.mkdtemp(prefix="apple-crossover-"))
+    print(f"{'XML MB':>7}{'one wall':>10}{'child wall':>12}{'one cpu':>9}{'child cpu':>11}")
+    try:
+        for mb in (1, 2, 4, 8, 16, 32):
+            export = work / f"export-{mb}.zip"
+            truth = generate(export, days=max(2, round(mb * 1e6 / BYTES_PER_DAY)))
+            runs: dict[str, list[dict[str, float | str]]] = {"0": [], "1": []}
+            for i in range(repeat):
+                for mode in ("0", "1"):
+                    store = work / f"store-{mb}-{mode}-{i}"
+                    config = work / f"config-{mb}-{mode}-{i}.toml"
+                    config.write_text(f'timezone = "Europe/Berlin"\ndata_dir = "{store}"\n')
+                    env = {
+                        **os.environ,
+                        "RHYTHM_BRIDGE_CONFIG": str(config),
+                        "RB_APPLE_PARSE_APART": mode,
+                    }
+                    cli = [str(BIN / "rhythm-bridge"), "import", "apple-health", str(export)]
+                    runs[mode].append(measure(cli, env))
+                    shutil.rmtree(store, ignore_errors=True)
+
+            mid = {
+                (mode, key): sorted(float(m[key]) for m in runs[mode])[repeat // 2]
+                for mode in runs
+                for key in ("wall", "cpu")
+            }
+            print(
+                f"{truth['xml_bytes'] / 1e6:>7.1f}{mid['0', 'wall']:>10.2f}"
+                f"{mid['1', 'wall']:>12.2f}{mid['0', 'cpu']:>9.2f}{mid['1', 'cpu']:>11.2f}"
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mb", type=float, default=200.0, help="XML size in MB (default 200)")
@@ -101,9 +141,18 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the export and the stores")
     ap.add_argument("--no-dogsheep", action="store_true", help="skip healthkit-to-sqlite")
     ap.add_argument("--floor", nargs=2, type=Path, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--crossover",
+        action="store_true",
+        help="first imports of 1-32 MB, parsed in one process vs in a child (--repeat N)",
+    )
+    ap.add_argument("--repeat", type=int, default=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.floor:
         floor(*a.floor)
+        return
+    if a.crossover:
+        crossover(a.repeat)
         return
     from gen_apple_export import BYTES_PER_DAY, generate
 

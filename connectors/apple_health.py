@@ -224,21 +224,19 @@ def _refuse_entities(parser: Any, path: Path) -> None:
     parser.ExternalEntityRefHandler = external
 
 
-def read(
-    path: Path, ctx: ReadContext, *, fast: Callable[[dict[str, str]], Any] | None = None
-) -> Iterator[Any]:
+def read(path: Path, ctx: ReadContext) -> Iterator[Any]:
     """Yield the records the meters need, each once (Correlation children are skipped).
 
-    With `fast`, each top-level Record's attributes go to it first: what it returns
-    instead of None is yielded as is (the writer's own row; bridge/intake/apple_rows.py),
-    and None means the ordinary record.
+    With `ctx.fast_rows`, each top-level Record's attributes go to it first: what it
+    returns instead of None is yielded as is (the writer's own row;
+    bridge/intake/apple_rows.py), and None means the ordinary record.
     """
     stream, archive = _open(Path(path))
     parser = expat.ParserCreate()
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     _refuse_entities(parser, Path(path))
     out: list[Any] = []
-    state = _State(out, fast)
+    state = _State(out, ctx.fast_rows)
     parser.StartElementHandler = state.start
     parser.EndElementHandler = state.end
     try:

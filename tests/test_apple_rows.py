@@ -184,7 +184,8 @@ def _write(store, path: Path, ctx, how: str) -> tuple[ImportSummary, list[tuple[
 
     def fast(stamp: str, wall: datetime):
         if how == "hook":
-            return apple_health.read(path, ctx, fast=AppleRows(apple_health.SOURCE, stamp, wall))
+            hook = AppleRows(apple_health.SOURCE, stamp, wall)
+            return apple_health.read(path, dataclasses.replace(ctx, fast_rows=hook))
         return parse_apart._from_child(path, apple_health.SOURCE, stamp, wall)
 
     with store.transaction() as session:

@@ -23,7 +23,13 @@ from connectors.validate import EARLIEST, FUTURE_SLACK, RANGES
 # Every valid "MM:SS" of a date's tail; a set lookup validates both at once.
 _MINUTES_SECONDS = frozenset(f"{m:02d}:{s:02d}" for m in range(60) for s in range(60))
 # Metrics this path writes: the plain quantity samples (HRV SDNN may carry beats).
-_FAST = {k: v for k, v in QUANTITY_TYPES.items() if v != "hrv_sdnn"}
+# type -> (metric, lowest, highest plausible value, whether kJ become kcal)
+_FAST: dict[str, tuple[str, float, float, bool]] = {
+    kind: (metric, *RANGES[metric], metric == "active_energy")
+    for kind, metric in QUANTITY_TYPES.items()
+    if metric != "hrv_sdnn"
+}
+_MISS: Any = object()
 _HOUR = timedelta(hours=1)
 _CACHE_LIMIT = 200_000  # about 23 years of hours; cleared, never grown past it
 
@@ -90,52 +96,55 @@ class AppleRows:
         return self.names[key]
 
     def __call__(self, a: dict[str, str]) -> tuple[Any, ...] | None:
-        metric = _FAST.get(a.get("type", ""))
-        if metric is None:
+        # Runs once per sample of multi-GB exports: locals and one dict lookup per cache.
+        fast = _FAST.get(a.get("type", ""))
+        if fast is None:
             return None
+        metric, low, high, energy = fast
         first = a.get("startDate")
         last = a.get("endDate")
         text = a.get("value")
-        if (
-            first is None
-            or last is None
-            or text is None
-            or len(first) != 25
-            or first[14:19] not in _MINUTES_SECONDS
-        ):
+        if first is None or last is None or text is None or len(first) != 25:
+            return None
+        tail = first[14:19]
+        if tail not in _MINUTES_SECONDS:
             return None
         hours = self.hours
         key = first[:14] + first[19:]
-        start = hours[key] if key in hours else self.hour(key)
+        start = hours.get(key, _MISS)
+        if start is _MISS:
+            start = self.hour(key)
         if start is None:
             return None
-        start_db = start[0] + first[14:19] + ".000000"
+        start_db = start[0] + tail + ".000000"  # type: ignore[index]
         if last == first:
             end_db = start_db
         else:
-            if len(last) != 25 or last[14:19] not in _MINUTES_SECONDS:
+            tail = last[14:19]
+            if len(last) != 25 or tail not in _MINUTES_SECONDS:
                 return None
             key = last[:14] + last[19:]
-            end = hours[key] if key in hours else self.hour(key)
+            end = hours.get(key, _MISS)
+            if end is _MISS:
+                end = self.hour(key)
             if end is None:
                 return None
-            end_db = end[0] + last[14:19] + ".000000"
+            end_db = end[0] + tail + ".000000"  # type: ignore[index]
             # A reading across a UTC midnight gets the ordinary path's span check.
             if end_db[:10] != start_db[:10] or end_db < start_db:
                 return None
-        if start_db < self.lo or start_db > self.hi:
+        if not self.lo <= start_db <= self.hi:
             return None
         try:
             value = float(text)
         except ValueError:
             return None
         unit = a.get("unit", "")
-        if metric == "active_energy":
+        if energy:
             if unit == "kJ":
                 value /= 4.184
             unit = "kcal"
-        bounds = RANGES.get(metric)
-        if value != value or bounds is None or not bounds[0] <= value <= bounds[1]:
+        if not low <= value <= high:  # NaN fails this too
             return None
         ok_unit = self.units.get(unit)
         if ok_unit is None:
@@ -145,7 +154,10 @@ class AppleRows:
         if not ok_unit:
             return None
         origin = a.get("sourceName", "")
-        device = self.name(origin, a.get("device") or "")
+        raw = a.get("device") or ""
+        device = self.names.get((origin, raw), _MISS)
+        if device is _MISS:
+            device = self.name(origin, raw)
         if device is None:
             return None
         return (
@@ -154,7 +166,7 @@ class AppleRows:
             origin,
             start_db,
             end_db,
-            start[1],
+            start[1],  # type: ignore[index]
             value,
             unit,
             "",

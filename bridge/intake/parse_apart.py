@@ -23,6 +23,7 @@ child's peak RSS in kB).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import pickle
@@ -74,7 +75,8 @@ def apple_records(
     # RB_APPLE_PARSE_APART=0/1 forces one way, for benchmarks and tests (not a setting).
     forced = os.environ.get("RB_APPLE_PARSE_APART", "")
     if forced == "0" or (forced != "1" and xml_bytes(path) < APART_MIN_BYTES):
-        return apple_health.read(path, ctx, fast=AppleRows(source, stamp, wall_clock))
+        hook = AppleRows(source, stamp, wall_clock)
+        return apple_health.read(path, dataclasses.replace(ctx, fast_rows=hook))
     return _from_child(path, source, stamp, wall_clock)
 
 
@@ -172,11 +174,11 @@ def main() -> None:
 
     # The reader uses no part of the context; the person's zone plays no role in a parse.
     now = datetime.now(UTC)
-    ctx = ReadContext(tz=UTC, now=now)
     hook = AppleRows(job["source"], job["stamp"], job["wall_clock"])
+    ctx = ReadContext(tz=UTC, now=now, fast_rows=hook)
     batch: list[Any] = []
     try:
-        for item in apple_health.read(Path(job["path"]), ctx, fast=hook):
+        for item in apple_health.read(Path(job["path"]), ctx):
             batch.append(item)
             if len(batch) >= ITEMS_PER_FRAME:
                 _send(out, "items", batch)
