@@ -413,3 +413,19 @@ def test_hour_cache_is_bounded():
         when = (base + timedelta(hours=h)).strftime("%Y-%m-%d %H:%M:%S +0000")
         hook({"type": Q + "HeartRate", "startDate": when, "endDate": when, "value": "60"})
     assert 0 < len(hook.hours) <= 200_000
+
+
+def test_child_ended_by_the_daemons_stop_is_a_stop(store, ctx, big_export, recorded):
+    """systemd's SIGTERM reaches the parser child as well as the daemon, whose handler
+    sets the stop flag: that is a stop (Cancelled), not a failed import."""
+    event = threading.Event()
+    ctx = dataclasses.replace(ctx, stop=event)
+
+    def sigterm(done: int) -> None:
+        if recorded[0].poll() is None:
+            os.kill(recorded[0].pid, signal.SIGTERM)
+            threading.Timer(0.3, event.set).start()
+
+    with pytest.raises(Cancelled):
+        import_file(store, "apple-health", big_export, ctx, progress=sigterm)
+    _nothing_stored(store)

@@ -31,18 +31,21 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from bridge.errors import BridgeError, InputError
+from bridge.errors import BridgeError, Cancelled, InputError
 from connectors.base import ReadContext
 
 # XML bytes from which the child pays off (measured: benchmarks/apple_import.py --crossover).
 APART_MIN_BYTES = 8_000_000
 ITEMS_PER_FRAME = 5000
+# A child ended by SIGTERM: how long to wait for the daemon's own stop flag.
+STOP_GRACE = 2.0
 _FRAME = struct.Struct("<I")
 _PR_SET_PDEATHSIG = 1
 
@@ -77,10 +80,16 @@ def apple_records(
     if forced == "0" or (forced != "1" and xml_bytes(path) < APART_MIN_BYTES):
         hook = AppleRows(source, stamp, wall_clock)
         return apple_health.read(path, dataclasses.replace(ctx, fast_rows=hook))
-    return _from_child(path, source, stamp, wall_clock)
+    return _from_child(path, source, stamp, wall_clock, ctx.stop)
 
 
-def _from_child(path: Path, source: str, stamp: str, wall_clock: datetime) -> Iterator[Any]:
+def _from_child(
+    path: Path,
+    source: str,
+    stamp: str,
+    wall_clock: datetime,
+    stop: threading.Event | None = None,
+) -> Iterator[Any]:
     job = {
         "path": str(path),
         "source": source,
@@ -118,6 +127,10 @@ def _from_child(path: Path, source: str, stamp: str, wall_clock: datetime) -> It
                 child.wait()
                 return
         child.wait()
+        # systemd's stop reaches the whole group at once: the child may end before this
+        # process's own handler sets the stop flag. Then it is a stop, not a failure.
+        if child.returncode == -signal.SIGTERM and stop is not None and stop.wait(STOP_GRACE):
+            raise Cancelled()
         if child.returncode < 0:
             how = f"was ended by {signal.Signals(-child.returncode).name}"
         else:
