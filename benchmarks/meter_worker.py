@@ -13,6 +13,8 @@ JSON):
   backfill  from that copy: the full recompute (`full=True`) a cycle before the new day
   cycle N   from the store after the backfill: the new day arrives (written untimed), one
             cycle computes it, then N cycles with nothing new
+  apart N   the same as `cycle`, with each step in a child process as the daemon runs it by
+            default (this tree only: the baseline has no child process)
 """
 
 from __future__ import annotations
@@ -135,9 +137,11 @@ class Side:
         self._keep(store, "backfilled.db")
         return {"backfill_s": took, "slots": slots}
 
-    def cycle(self, repeat: int) -> dict[str, Any]:
+    def cycle(self, repeat: int, apart: bool = False) -> dict[str, Any]:
         from bridge.cycle.meters import recompute_meters
 
+        if apart:
+            from bridge.cycle.meters_apart import recompute_apart as recompute_meters
         store = self._open("backfilled.db")
         load_into(store, self.new_r, self.new_e, len(self.old_e))
         t = time.perf_counter()
@@ -167,8 +171,8 @@ def main() -> None:
             out = side.load()
         elif cmd == "backfill":
             out = side.backfill()
-        elif cmd == "cycle":
-            out = side.cycle(int(args[0]))
+        elif cmd in ("cycle", "apart"):
+            out = side.cycle(int(args[0]), apart=cmd == "apart")
         else:
             raise SystemExit(f"meter_worker: unknown command {cmd!r}")
         print("RESULT", json.dumps(out), flush=True)

@@ -276,11 +276,12 @@ def store_ab(
                 backfills.append(done["backfill_s"])
                 ratios.append(done["backfill_s"] / mapping_s)
                 slots = done["slots"]
-            cycles: dict[str, list[dict]] = {"a": [], "b": []}
+            cycles: dict[str, list[dict]] = {"a": [], "b": [], "apart": []}
             for i in range(rounds):
                 order = [("a", a), ("b", b)] if i % 2 == 0 else [("b", b), ("a", a)]
                 for name, side in order:
                     cycles[name].append(side.ask(f"cycle {nothing_repeat}"))
+                cycles["apart"].append(a.ask(f"apart {nothing_repeat}"))
         finally:
             a.close()
             b.close()
@@ -314,6 +315,14 @@ def store_ab(
         f"  a cycle with nothing new: {med(idle_a) * 1000:.0f} ms ({cycles['a'][0]['slots']} "
         f"slot) vs baseline {med(idle_b) * 1000:.0f} ms ({cycles['b'][0]['slots']} slot) = "
         f"{idle_ratio:.2f}x"
+    )
+    # The daemon's default: the same step in a child process ([meters] in_process = false).
+    new_c = [c["new_day_s"] for c in cycles["apart"]]
+    idle_c = [med(c["nothing_s"]) for c in cycles["apart"]]
+    print(
+        "  the daemon's default, the step in a child process: after a new day "
+        f"{med(new_c) * 1000:.0f} ms = {med(new_c) / med(new_b):.2f}x the baseline; nothing "
+        f"new {med(idle_c) * 1000:.0f} ms = {med(idle_c) / med(idle_b):.2f}x"
     )
 
 
