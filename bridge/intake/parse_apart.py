@@ -43,7 +43,7 @@ from bridge.errors import BridgeError, Cancelled, InputError
 from connectors.base import ReadContext
 
 # XML bytes from which the child pays off (measured: benchmarks/apple_import.py --crossover).
-APART_MIN_BYTES = 8_000_000
+APART_MIN_BYTES = 30_000_000
 ITEMS_PER_FRAME = 5000
 PIPE_BYTES = 1 << 20  # the most an unprivileged process may ask for by default
 # A child ended by SIGTERM: how long to wait for the daemon's own stop flag.
