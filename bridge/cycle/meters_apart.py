@@ -22,6 +22,7 @@ line: the number of slots computed, or the error's class and one-line message.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import logging
 import os
@@ -165,7 +166,10 @@ def main() -> None:
     sys.stdout.flush()
     answer = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    # Imported before the job comes: while the parent still syncs.
+    # Imported before the job comes, while the parent still syncs: everything the step
+    # imports, its lazy imports too.
+    for module in ("bridge.cycle.meter_changes", "mappings.meters", "mappings.tasks"):
+        importlib.import_module(module)
     from bridge.cycle.meters import recompute_meters
     from bridge.logs import setup_logging
 
