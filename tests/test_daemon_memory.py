@@ -165,6 +165,37 @@ def test_meters_in_process_keeps_the_step_in_the_daemon(loaded, settings, tmp_pa
     assert (settings.data_path / "latest.json").exists()
 
 
+def test_the_child_starts_with_the_cycle_and_a_cycle_stopped_before_the_step_ends_it(
+    loaded, settings, monkeypatch
+):
+    import bridge.cycle.run as run
+
+    steps: list[str] = []
+    stop = threading.Event()
+
+    def classify(*args):
+        steps.append("classify")
+        stop.set()  # the daemon is told to stop while a step before the meters runs
+        return real(*args)
+
+    started = _children(monkeypatch, lambda child: steps.append("child"))
+    real = run.classify_events
+    monkeypatch.setattr(run, "classify_events", classify)
+    with pytest.raises(Cancelled):
+        run.run_cycle(settings, loaded, DEMO_NOW, stop=stop, meters_apart=True)
+    # Started first, so that its imports overlap the syncs; ended with the cycle.
+    assert steps == ["child", "classify"]
+    assert started[0].returncode == -signal.SIGKILL
+    assert loaded.count(MeterSnapshot) == 0
+
+
+def test_a_child_whose_cycle_ended_exits_by_itself_on_end_of_input():
+    with meters_apart.MeterChild() as child:
+        assert child.process.stdin is not None
+        child.process.stdin.close()
+        assert child.process.wait(120) == 0
+
+
 @pytest.fixture
 def loaded(store, ctx):
     return load_sample(store, ctx)
