@@ -1,6 +1,7 @@
 """Apple Health import: `rhythm-bridge import apple-health` against a raw floor, same run.
 
     python benchmarks/apple_import.py [--mb 200] [--big] [--workdir DIR] [--keep]
+    python benchmarks/apple_import.py --crossover   # where a parsing child starts to pay
 
 Generates an Apple-Health-shaped export.zip (benchmarks/gen_apple_export.py; about 200 MB
 of XML, 1 GB with --big), then measures, each in its own process (wall time and peak
@@ -13,6 +14,9 @@ RSS from wait4):
             migrations, parsing, UTC conversion, upserts, the hash record: everything)
   again     the same command on the same file (skipped by its content hash)
   forced    the same with --force: every record parsed and upserted again, 0 new rows
+  import-1p the first import again into another fresh store, parsed in the writing
+            process itself (RB_APPLE_PARSE_APART=0; big files are otherwise parsed
+            in a child process, bridge/intake/parse_apart.py)
   dogsheep  `healthkit-to-sqlite` when installed (pip install -e ".[bench]")
 
 records/s counts the file's top-level <Record> elements for every row, so the rates
@@ -84,10 +88,49 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, floa
 def row(name: str, m: dict[str, float | str], records: int, base: dict[str, float | str]) -> str:
     wall, cpu = float(m["wall"]), float(m["cpu"])
     return (
-        f"{name:<10}{records / wall:>12,.0f}{wall:>9.1f}{cpu:>8.1f}{float(m['rss_mb']):>10.0f}"
+        f"{name:<11}{records / wall:>12,.0f}{wall:>9.1f}{cpu:>8.1f}{float(m['rss_mb']):>10.0f}"
         f"{wall / float(base['wall']):>8.2f}{cpu / float(base['cpu']):>8.2f}   "
         f"{str(m['out']).splitlines()[-1][:70] if m['out'] else ''}"
     )
+
+
+def crossover(repeat: int) -> None:
+    """Where parsing in a child starts to pay: the same first import both ways, the median
+    of `repeat` alternating runs per size (the child costs a process start)."""
+    from gen_apple_export import BYTES_PER_DAY, generate
+
+    work = Path(tempfile.mkdtemp(prefix="apple-crossover-"))
+    print(f"{'XML MB':>7}{'one wall':>10}{'child wall':>12}{'one cpu':>9}{'child cpu':>11}")
+    try:
+        for mb in (1, 2, 4, 8, 16, 32):
+            export = work / f"export-{mb}.zip"
+            truth = generate(export, days=max(2, round(mb * 1e6 / BYTES_PER_DAY)))
+            runs: dict[str, list[dict[str, float | str]]] = {"0": [], "1": []}
+            for i in range(repeat):
+                for mode in ("0", "1"):
+                    store = work / f"store-{mb}-{mode}-{i}"
+                    config = work / f"config-{mb}-{mode}-{i}.toml"
+                    config.write_text(f'timezone = "Europe/Berlin"\ndata_dir = "{store}"\n')
+                    env = {
+                        **os.environ,
+                        "RHYTHM_BRIDGE_CONFIG": str(config),
+                        "RB_APPLE_PARSE_APART": mode,
+                    }
+                    cli = [str(BIN / "rhythm-bridge"), "import", "apple-health", str(export)]
+                    runs[mode].append(measure(cli, env))
+                    shutil.rmtree(store, ignore_errors=True)
+
+            mid = {
+                (mode, key): sorted(float(m[key]) for m in runs[mode])[repeat // 2]
+                for mode in runs
+                for key in ("wall", "cpu")
+            }
+            print(
+                f"{truth['xml_bytes'] / 1e6:>7.1f}{mid['0', 'wall']:>10.2f}"
+                f"{mid['1', 'wall']:>12.2f}{mid['0', 'cpu']:>9.2f}{mid['1', 'cpu']:>11.2f}"
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:
@@ -98,9 +141,18 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the export and the stores")
     ap.add_argument("--no-dogsheep", action="store_true", help="skip healthkit-to-sqlite")
     ap.add_argument("--floor", nargs=2, type=Path, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--crossover",
+        action="store_true",
+        help="first imports of 1-32 MB, parsed in one process vs in a child (--repeat N)",
+    )
+    ap.add_argument("--repeat", type=int, default=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.floor:
         floor(*a.floor)
+        return
+    if a.crossover:
+        crossover(a.repeat)
         return
     from gen_apple_export import BYTES_PER_DAY, generate
 
@@ -130,6 +182,13 @@ def main() -> None:
     results["import"] = measure(cli, env)
     results["again"] = measure(cli, env)
     results["forced"] = measure([*cli, "--force"], env)
+    # The same first import with parsing and writing in one process (no child).
+    one = work / "config-one.toml"
+    one.write_text(f'timezone = "Europe/Berlin"\ndata_dir = "{work / "store-one"}"\n')
+    shutil.rmtree(work / "store-one", ignore_errors=True)
+    results["import-1p"] = measure(
+        cli, {**env, "RHYTHM_BRIDGE_CONFIG": str(one), "RB_APPLE_PARSE_APART": "0"}
+    )
     dogsheep = shutil.which("healthkit-to-sqlite", path=str(BIN)) or shutil.which(
         "healthkit-to-sqlite"
     )
@@ -139,7 +198,7 @@ def main() -> None:
 
     base = results["floor"]
     print(
-        f"\n{'':<10}{'records/s':>12}{'wall s':>9}{'cpu s':>8}{'peak MB':>10}"
+        f"\n{'':<11}{'records/s':>12}{'wall s':>9}{'cpu s':>8}{'peak MB':>10}"
         f"{'x wall':>8}{'x cpu':>8}   output"
     )
     for name, m in results.items():

@@ -13,6 +13,9 @@ JSON):
   backfill  from that copy: the full recompute (`full=True`) a cycle before the new day
   cycle N   from the store after the backfill: the new day arrives (written untimed), one
             cycle computes it, then N cycles with nothing new
+  apart N S the same as `cycle`, each step in a child process as the daemon runs it by
+            default, the child started S seconds before the step is timed (the daemon
+            starts it with the cycle, before the syncs); this tree only
 """
 
 from __future__ import annotations
@@ -135,9 +138,21 @@ class Side:
         self._keep(store, "backfilled.db")
         return {"backfill_s": took, "slots": slots}
 
-    def cycle(self, repeat: int) -> dict[str, Any]:
+    def cycle(self, repeat: int, ahead: float | None = None) -> dict[str, Any]:
         from bridge.cycle.meters import recompute_meters
 
+        if ahead is not None:
+            from bridge.cycle.meters_apart import MeterChild, recompute_apart
+
+            def recompute_meters(store: Any, settings: Any, now: datetime) -> int:
+                child = MeterChild()
+                time.sleep(ahead)  # the cycle's syncs, waiting on the network
+                t = time.perf_counter()
+                done = recompute_apart(store, settings, now, child=child)
+                self.step_s.append(time.perf_counter() - t)
+                return done
+
+        self.step_s: list[float] = []
         store = self._open("backfilled.db")
         load_into(store, self.new_r, self.new_e, len(self.old_e))
         t = time.perf_counter()
@@ -149,6 +164,8 @@ class Side:
             again = recompute_meters(store, self.settings, self.now)
             nothing.append(time.perf_counter() - t)
         store.dispose()
+        if ahead is not None:  # the step alone, not the wait before it
+            new_day, nothing = self.step_s[0], self.step_s[1:]
         return {"new_day_s": new_day, "new_day_slots": done, "nothing_s": nothing, "slots": again}
 
 
@@ -169,6 +186,8 @@ def main() -> None:
             out = side.backfill()
         elif cmd == "cycle":
             out = side.cycle(int(args[0]))
+        elif cmd == "apart":
+            out = side.cycle(int(args[0]), ahead=float(args[1]))
         else:
             raise SystemExit(f"meter_worker: unknown command {cmd!r}")
         print("RESULT", json.dumps(out), flush=True)

@@ -241,6 +241,11 @@ def export_tree(rev: str, into: Path) -> Path:
     return into
 
 
+# How long before its meter step the daemon's cycle has started the step's child: a
+# stand-in for the syncs, which mostly wait on the network.
+AHEAD_S = 1.0
+
+
 def store_ab(
     frames: dict, rounds: int, nothing_repeat: int, baseline: str, mapping: Callable[[], object]
 ) -> None:
@@ -276,11 +281,13 @@ def store_ab(
                 backfills.append(done["backfill_s"])
                 ratios.append(done["backfill_s"] / mapping_s)
                 slots = done["slots"]
-            cycles: dict[str, list[dict]] = {"a": [], "b": []}
+            cycles: dict[str, list[dict]] = {"a": [], "b": [], "cold": [], "ahead": []}
             for i in range(rounds):
                 order = [("a", a), ("b", b)] if i % 2 == 0 else [("b", b), ("a", a)]
                 for name, side in order:
                     cycles[name].append(side.ask(f"cycle {nothing_repeat}"))
+                cycles["cold"].append(a.ask(f"apart {nothing_repeat} 0"))
+                cycles["ahead"].append(a.ask(f"apart {nothing_repeat} {AHEAD_S}"))
         finally:
             a.close()
             b.close()
@@ -315,6 +322,16 @@ def store_ab(
         f"slot) vs baseline {med(idle_b) * 1000:.0f} ms ({cycles['b'][0]['slots']} slot) = "
         f"{idle_ratio:.2f}x"
     )
+    # The daemon's default: the same step in a child process ([meters] in_process = false),
+    # started at the step, and started with the cycle, AHEAD_S before the step.
+    for name, when in (("cold", "started at the step"), ("ahead", f"started {AHEAD_S:g} s ahead")):
+        new_c = [c["new_day_s"] for c in cycles[name]]
+        idle_c = [med(c["nothing_s"]) for c in cycles[name]]
+        print(
+            f"  the step in a child process {when}: after a new day {med(new_c) * 1000:.0f} ms "
+            f"= {med(new_c) / med(new_b):.2f}x the baseline; nothing new "
+            f"{med(idle_c) * 1000:.0f} ms = {med(idle_c) / med(idle_b):.2f}x"
+        )
 
 
 def main() -> None:

@@ -186,6 +186,7 @@ class MeterSettings(_Section):
     history_days: int = Field(0, ge=0, le=36600)
     stale_after_hours: float = Field(48.0, gt=0, le=24 * 366)
     min_confidence: float = Field(0.15, ge=0, le=1)
+    in_process: bool = False
 
 
 class WebSettings(_Section):

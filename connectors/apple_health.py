@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
@@ -224,14 +224,19 @@ def _refuse_entities(parser: Any, path: Path) -> None:
     parser.ExternalEntityRefHandler = external
 
 
-def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
-    """Yield the records the meters need, each once (Correlation children are skipped)."""
+def read(path: Path, ctx: ReadContext) -> Iterator[Any]:
+    """Yield the records the meters need, each once (Correlation children are skipped).
+
+    With `ctx.fast_rows`, each top-level Record's attributes go to it first: what it
+    returns instead of None is yielded as is (the writer's own row;
+    bridge/intake/apple_rows.py), and None means the ordinary record.
+    """
     stream, archive = _open(Path(path))
     parser = expat.ParserCreate()
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     _refuse_entities(parser, Path(path))
-    out: list[ReadingRecord] = []
-    state = _State(out)
+    out: list[Any] = []
+    state = _State(out, ctx.fast_rows)
     parser.StartElementHandler = state.start
     parser.EndElementHandler = state.end
     try:
@@ -269,10 +274,21 @@ def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
 class _State:
     """The parser's handlers and what they remember between elements."""
 
-    __slots__ = ("activity", "beats", "correlation", "hrv", "out", "seen_root", "stats", "workout")
+    __slots__ = (
+        "activity",
+        "beats",
+        "correlation",
+        "fast",
+        "hrv",
+        "out",
+        "seen_root",
+        "stats",
+        "workout",
+    )
 
-    def __init__(self, out: list[ReadingRecord]) -> None:
+    def __init__(self, out: list[Any], fast: Callable[[dict[str, str]], Any] | None) -> None:
         self.out = out
+        self.fast = fast
         self.seen_root = False
         self.correlation = 0
         self.hrv: ReadingRecord | None = None  # the SDNN record whose beats are being read
@@ -284,6 +300,11 @@ class _State:
     def start(self, name: str, attrs: dict[str, str]) -> None:
         if name == "Record":
             if not self.correlation:
+                if self.fast is not None:
+                    row = self.fast(attrs)
+                    if row is not None:
+                        self.out.append(row)
+                        return
                 try:
                     rec = _record(attrs)
                 except (ValueError, KeyError, OverflowError) as err:

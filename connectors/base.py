@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import Any
@@ -66,6 +67,10 @@ class ReadContext:
     # Set when the daemon is stopping: writers roll their transaction back at the next
     # batch (bridge.errors.Cancelled), so a stop is bounded and leaves nothing partial.
     stop: threading.Event | None = None
+    # A writer's shortcut, for readers that offer one (apple_health): raw attributes of a
+    # record go to it first, and what it returns instead of None (a ready row) is yielded
+    # in place of the record. In the context so that every reader keeps read(path, ctx).
+    fast_rows: Callable[[dict[str, str]], Any] | None = None
 
 
 @dataclass(slots=True)

@@ -15,7 +15,7 @@ from mappings.classifier import Classification, EventInfo, KeywordClassifier
 from mappings.classifier_model import LearnedModel
 from mappings.classifier_overrides import Overrides
 
-MODEL_MIN_CONFIDENCE = 0.5
+MODEL_MIN_CONFIDENCE = 0.4
 # An all-day entry is mostly a marker (a holiday, a trip, someone's day); the model must be
 # surer before it calls one an activity.
 ALL_DAY_MIN_CONFIDENCE = 0.7

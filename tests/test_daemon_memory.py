@@ -42,20 +42,18 @@ print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
 """
 
 
-def _config(tmp_path, settings):
+def _config(tmp_path, settings, meters=""):
     database = f'[database]\nurl = "{settings.database.url}"' if settings.database.url else ""
     return write_config(
         tmp_path / "c.toml",
         settings.data_path,
         database=database,
         ics=f'[sources.ics]\nenabled = true\npaths = ["{SAMPLE / "calendar.ics"}"]',
+        meters=meters,
     )
 
 
-def test_a_daemon_cycle_computes_meters_without_importing_pandas_or_alembic(
-    loaded, settings, tmp_path
-):
-    cfg = _config(tmp_path, settings)
+def _one_daemon_cycle(cfg):
     out = subprocess.run(
         [sys.executable, "-c", ONE_DAEMON_CYCLE, str(cfg)],
         capture_output=True,
@@ -63,12 +61,19 @@ def test_a_daemon_cycle_computes_meters_without_importing_pandas_or_alembic(
         timeout=300,
         check=True,
     )
+    assert "cycle crashed" not in out.stderr and "cycle failed" not in out.stderr, out.stderr
     cycle, web = (set(json.loads(line)) for line in out.stdout.splitlines()[-2:])
+    return cycle, web
+
+
+def test_a_daemon_cycle_computes_meters_without_importing_pandas_or_alembic(
+    loaded, settings, tmp_path
+):
+    cycle, web = _one_daemon_cycle(_config(tmp_path, settings))
     assert "bridge" in cycle and "numpy" in cycle  # the probe saw the cycle's imports
     assert cycle.isdisjoint(HEAVY), sorted(cycle & set(HEAVY))
     assert "starlette" in web and web.isdisjoint(HEAVY), sorted(web & set(HEAVY))
     # The cycle did its work: meters for every slot with data, and the snapshot.
-    assert "cycle crashed" not in out.stderr and "cycle failed" not in out.stderr, out.stderr
     assert loaded.count(MeterSnapshot) > 33 * 4
     assert (settings.data_path / "latest.json").exists()
 
@@ -149,6 +154,46 @@ def test_the_childs_errors_arrive_as_the_same_one_line_errors(loaded, settings, 
         recompute_meters(loaded, broken, DEMO_NOW)
     assert str(apart.value) == str(in_process.value)
     assert loaded.count(MeterSnapshot) == 0
+
+
+def test_meters_in_process_keeps_the_step_in_the_daemon(loaded, settings, tmp_path):
+    # The person's choice of faster cycles over a smaller daemon reaches the scheduler.
+    cfg = _config(tmp_path, settings, meters="[meters]\nin_process = true")
+    cycle, _ = _one_daemon_cycle(cfg)
+    assert "pandas" in cycle
+    assert loaded.count(MeterSnapshot) > 33 * 4
+    assert (settings.data_path / "latest.json").exists()
+
+
+def test_the_child_starts_with_the_cycle_and_a_cycle_stopped_before_the_step_ends_it(
+    loaded, settings, monkeypatch
+):
+    import bridge.cycle.run as run
+
+    steps: list[str] = []
+    stop = threading.Event()
+
+    def classify(*args):
+        steps.append("classify")
+        stop.set()  # the daemon is told to stop while a step before the meters runs
+        return real(*args)
+
+    started = _children(monkeypatch, lambda child: steps.append("child"))
+    real = run.classify_events
+    monkeypatch.setattr(run, "classify_events", classify)
+    with pytest.raises(Cancelled):
+        run.run_cycle(settings, loaded, DEMO_NOW, stop=stop, meters_apart=True)
+    # Started first, so that its imports overlap the syncs; ended with the cycle.
+    assert steps == ["child", "classify"]
+    assert started[0].returncode == -signal.SIGKILL
+    assert loaded.count(MeterSnapshot) == 0
+
+
+def test_a_child_whose_cycle_ended_exits_by_itself_on_end_of_input():
+    with meters_apart.MeterChild() as child:
+        assert child.process.stdin is not None
+        child.process.stdin.close()
+        assert child.process.wait(120) == 0
 
 
 @pytest.fixture

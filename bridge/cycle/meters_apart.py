@@ -7,7 +7,9 @@ come every 15 minutes; run in a child, the daemon idles without it (benchmarks/i
 and it cannot creep up over weeks (benchmarks/soak.py). The price is the child's start,
 about a second of CPU per cycle on a desktop, a few on a Raspberry Pi.
 
-The child computes exactly what `recompute_meters` computes in-process (it is that
+The child is started when the cycle starts (`MeterChild`), so that its imports (most of its
+start) run while the cycle syncs, mostly waiting on the network, and it is ready when the
+meter step comes. It computes exactly what `recompute_meters` computes in-process (it is that
 function), in the same transactions: a child that is stopped or killed, by the daemon's
 stop or by the kernel running out of memory, leaves the slots of its open chunk
 uncommitted and the meter state where it was, and the next cycle redoes them.
@@ -20,6 +22,7 @@ line: the number of slots computed, or the error's class and one-line message.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import logging
 import os
@@ -58,48 +61,76 @@ def _log_setup() -> tuple[int, bool]:
     return level, as_json
 
 
+class MeterChild:
+    """A child started ahead of its job: it imports while the cycle does its other steps.
+
+    As a context manager: a cycle that ends before its meter step (a stop, an error) ends
+    the child, which has done nothing but import.
+    """
+
+    def __init__(self) -> None:
+        # -P: the daemon's working directory is not put on the child's import path.
+        self.process = subprocess.Popen(
+            [sys.executable, "-P", "-m", "bridge.cycle.meters_apart"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+
+    def __enter__(self) -> MeterChild:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        child = self.process
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        for pipe in (child.stdin, child.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+
+
 def recompute_apart(
-    store: Store, settings: Settings, now: datetime, *, stop: threading.Event | None = None
+    store: Store,
+    settings: Settings,
+    now: datetime,
+    *,
+    stop: threading.Event | None = None,
+    child: MeterChild | None = None,
 ) -> int:
     """`recompute_meters(store, settings, now)` in a child process; the slots computed.
 
-    With `stop` set while the child works, the child is ended (SIGTERM: its open chunk
-    rolls back) and Cancelled is raised, like any other step boundary of the cycle.
+    `child`: one started earlier (a new one if None). With `stop` set while the child
+    works, the child is ended (SIGTERM: its open chunk rolls back) and Cancelled is
+    raised, like any other step boundary of the cycle.
     """
     level, as_json = _log_setup()
     payload = pickle.dumps(
         {"url": store.url, "settings": settings, "now": now, "level": level, "json": as_json}
     )
-    # -P: the daemon's working directory is not put on the child's import path.
-    child = subprocess.Popen(
-        [sys.executable, "-P", "-m", "bridge.cycle.meters_apart"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert child.stdin is not None and child.stdout is not None
-        # A child that ended before reading its job: its exit status says why (below).
-        with contextlib.suppress(BrokenPipeError):
-            child.stdin.write(payload)
-            child.stdin.flush()
-        with contextlib.suppress(BrokenPipeError):
-            child.stdin.close()
-        while True:
-            try:
-                child.wait(POLL_SECONDS)
-                break
-            except subprocess.TimeoutExpired:
-                if stop is not None and stop.is_set():
-                    child.terminate()
-                    child.wait()
-                    raise Cancelled() from None
-        answer = child.stdout.read().decode("utf-8", "replace").strip().splitlines()
-    finally:
-        if child.poll() is None:  # an exception in this thread: never leave it behind
-            child.kill()
-            child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
+    with child or MeterChild() as started:
+        return _run_job(started.process, payload, stop)
+
+
+def _run_job(child: subprocess.Popen[bytes], payload: bytes, stop: threading.Event | None) -> int:
+    # The caller's `with MeterChild` ends the child however this returns or raises.
+    assert child.stdin is not None and child.stdout is not None
+    # A child that ended before reading its job: its exit status says why (below).
+    with contextlib.suppress(BrokenPipeError):
+        child.stdin.write(payload)
+        child.stdin.flush()
+    with contextlib.suppress(BrokenPipeError):
+        child.stdin.close()
+    while True:
+        try:
+            child.wait(POLL_SECONDS)
+            break
+        except subprocess.TimeoutExpired:
+            if stop is not None and stop.is_set():
+                child.terminate()
+                child.wait()
+                raise Cancelled() from None
+    answer = child.stdout.read().decode("utf-8", "replace").strip().splitlines()
     doc: dict[str, Any] = {}
     if answer:
         try:
@@ -135,13 +166,19 @@ def main() -> None:
     sys.stdout.flush()
     answer = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    job = pickle.load(sys.stdin.buffer)
+    # Imported before the job comes, while the parent still syncs: everything the step
+    # imports, its lazy imports too.
+    for module in ("bridge.cycle.meter_changes", "mappings.meters", "mappings.tasks"):
+        importlib.import_module(module)
+    from bridge.cycle.meters import recompute_meters
     from bridge.logs import setup_logging
 
+    try:
+        job = pickle.load(sys.stdin.buffer)
+    except EOFError:  # the cycle ended before its meter step
+        return
     setup_logging(job["level"], as_json=job["json"])
     try:
-        from bridge.cycle.meters import recompute_meters
-
         # The parent opened (and migrated) the store; the child only reads and writes it.
         store = Store(job["url"], create=False)
         try:

@@ -12,7 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -105,6 +105,15 @@ def write_to_google(store: Store, settings: Settings, now: datetime) -> dict[str
         return {"status": "error"}
 
 
+def _meter_child(apart: bool) -> Any:
+    """The meter step's child, started now so that it imports while the cycle syncs."""
+    if not apart:
+        return nullcontext()
+    from bridge.cycle.meters_apart import MeterChild
+
+    return MeterChild()
+
+
 def run_cycle(
     settings: Settings,
     store: Store,
@@ -135,7 +144,7 @@ def run_cycle(
         if stop is not None and stop.is_set():
             raise Cancelled()
 
-    with data_lock(settings.data_path):
+    with data_lock(settings.data_path), _meter_child(meters_apart) as child:
         ctx = replace(read_context(settings, now), stop=stop)
         for source in only if only is not None else enabled_sources(settings):
             boundary()
@@ -148,7 +157,7 @@ def run_cycle(
         if meters_apart:
             from bridge.cycle.meters_apart import recompute_apart
 
-            report.slots = recompute_apart(store, settings, now, stop=stop)
+            report.slots = recompute_apart(store, settings, now, stop=stop, child=child)
         else:
             from bridge.cycle.meters import recompute_meters
 

@@ -31,7 +31,8 @@ MAX_CYCLE_SECONDS = 30 * 60
 # checks at every batch of 5,000 records) before the process exits anyway, its open
 # transaction rolled back by the database; well inside systemd's TimeoutStopSec (120 s
 # in our unit). A step can outlast it on a loaded board: one sync's page, one write. The
-# meter step runs in a child process, which the stop ends at once (cycle/meters_apart.py).
+# meter step runs in a child process, which the stop ends at once (cycle/meters_apart.py),
+# unless `[meters] in_process` keeps it in the daemon.
 STOP_SECONDS = 20
 
 
@@ -67,7 +68,7 @@ class CycleTracker:
             self._idle.clear()
         try:
             # A failing cycle is logged and the next one runs on schedule: the daemon stays up.
-            run_cycle(settings, store, stop=self.stop, meters_apart=True)
+            run_cycle(settings, store, stop=self.stop, meters_apart=not settings.meters.in_process)
             if self.after is not None:
                 self.after()
         except Cancelled:

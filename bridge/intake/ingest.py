@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
 from bridge.errors import Cancelled, InputError
+from bridge.intake.parse_apart import apple_records
 from bridge.intake.tasks import delete_missing, write_tasks
 from bridge.store import Store, upsert
 from bridge.store.db import utcnow
@@ -53,6 +54,8 @@ from connectors.validate import (
 )
 
 _INFINITE = (float("inf"), float("-inf"))
+# (stamp, wall_clock) -> records and ready rows; see write_records.
+FastRecords = Callable[[str, datetime], Iterable[Any]]
 
 log = logging.getLogger("rhythm_bridge.ingest")
 
@@ -419,17 +422,31 @@ def write_records(
     now: datetime,
     progress: Callable[[int], None] | None = None,
     stop: threading.Event | None = None,
+    fast_records: FastRecords | None = None,
 ) -> None:
     """Upsert a stream of records in batches inside the caller's transaction.
 
     With `stop` set (the daemon is stopping), the next batch raises Cancelled instead of
     writing: the caller's transaction rolls back and the stop waits for one batch at most.
+
+    `fast_records(stamp, wall_clock)`, where the SQLite fast path runs, replaces `records`
+    with a stream that may also hold ready rows (tuples in READING_COLUMNS order, with
+    `stamp` as imported_at, already checked against `wall_clock`).
     """
     readings = ReadingWriter(session, source, now)
+    # Plausibility is judged against the real clock: a pull's `now` may be a logical time
+    # (a backfill, a test), but no measurement can come from after this moment.
+    wall_clock = utcnow()
     try:
-        _write(session, source, records, summary, readings, now, progress, stop)
+        if fast_records is not None and readings.fast and readings.to_db is _sqlite_datetime:
+            records = fast_records(readings.stamp, wall_clock)
+        _write(session, source, records, summary, readings, now, wall_clock, progress, stop)
     finally:
         readings.close()
+        # A reader running in a child process ends it now, not when the traceback goes.
+        close = getattr(records, "close", None)
+        if close is not None:
+            close()
 
 
 def _write(
@@ -439,6 +456,7 @@ def _write(
     summary: ImportSummary,
     readings: ReadingWriter,
     now: datetime,
+    wall_clock: datetime,
     progress: Callable[[int], None] | None,
     stop: threading.Event | None,
 ) -> None:
@@ -472,9 +490,6 @@ def _write(
     by_type: dict[str, int] = {}
     pending = readings.rows
     add = readings.add
-    # Plausibility is judged against the real clock: a pull's `now` may be a logical time
-    # (a backfill, a test), but no measurement can come from after this moment.
-    wall_clock = utcnow()
 
     def note_skip(kind: str, reason: str, what: str = "implausible") -> None:
         if not summary.skipped[kind]:  # one warning per kind, not one per record
@@ -482,7 +497,13 @@ def _write(
         summary.skipped[kind] += 1
 
     for rec in records:
-        if type(rec) is ReadingRecord:
+        if type(rec) is tuple:  # a ready row (fast_records)
+            pending.append(rec)
+            metric = rec[1]
+            by_type[metric] = by_type.get(metric, 0) + 1
+            if len(pending) < BATCH:
+                continue
+        elif type(rec) is ReadingRecord:
             try:
                 reason = add(rec, wall_clock)
             except OverflowError:
@@ -626,6 +647,12 @@ def import_file(
         if not force and already_imported(session, kind, sha):
             summary.skipped_same_file = True
             return summary
+        fast_records: FastRecords | None = None
+        if kind == "apple-health":
+
+            def fast_records(stamp: str, wall_clock: datetime) -> Iterable[Any]:
+                return apple_records(path, ctx, module.SOURCE, stamp, wall_clock)
+
         write_records(
             session,
             module.SOURCE,
@@ -634,6 +661,7 @@ def import_file(
             now=now,
             progress=progress,
             stop=ctx.stop,
+            fast_records=fast_records,
         )
         upsert(
             session,
