@@ -51,7 +51,7 @@ def test_load_the_page_accept_and_find_it_in_the_database(demo, memory_keyring, 
         page.goto(web.url + "/")
         assert page.locator("li.meter").count() == 5
         assert page.locator("svg.trend polyline").count() >= 5
-        assert page.get_by_test_id("rec-action").inner_text() == "Deep Work"
+        assert page.get_by_test_id("rec-action").inner_text() == "Exercise"  # model v4
         with store.session() as sess:
             rationale = sess.execute(select(Recommendation.rationale)).scalar_one()
         assert page.locator(".rationale").inner_text() == rationale
