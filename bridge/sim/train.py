@@ -253,6 +253,9 @@ def train(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp.npz")
     _write(tmp, meta, arrays)
+    # A tiny (CI-sized) run tempers on fewer people: at most an eighth of its training
+    # people per family, at least 2 (1,500 or 600 people: the full 16).
+    temper_people = min(temper_people, max(2, n_people // 8)) if temper_people > 0 else 0
     if temper_people > 0:
 
         def retrain(path: Path, fams: tuple[str, ...]) -> None:
