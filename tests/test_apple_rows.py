@@ -205,20 +205,22 @@ def _write(store, path: Path, ctx, how: str) -> tuple[ImportSummary, list[tuple[
     return summary, rows
 
 
-@pytest.mark.parametrize("how", ["hook", "child"])
-def test_awkward_export_imports_the_same_by_every_path(tmp_path, ctx, settings, how):
+def _both_ways(tmp_path, path, ctx, how):
+    """The same file written the plain way and `how`, each into a fresh store."""
     from bridge.store import Store
 
-    path = _export(tmp_path / "export.xml", _awkward_records())
-    stores = {}
-    for name in ("plain", how):
-        stores[name] = Store(f"sqlite:///{tmp_path / name}.db")
+    stores = {name: Store(f"sqlite:///{tmp_path / name}.db") for name in ("plain", how)}
     try:
-        plain_summary, plain_rows = _write(stores["plain"], path, ctx, "plain")
-        summary, rows = _write(stores[how], path, ctx, how)
+        return _write(stores["plain"], path, ctx, "plain"), _write(stores[how], path, ctx, how)
     finally:
         for s in stores.values():
             s.dispose()
+
+
+@pytest.mark.parametrize("how", ["hook", "child"])
+def test_awkward_export_imports_the_same_by_every_path(tmp_path, ctx, settings, how):
+    path = _export(tmp_path / "export.xml", _awkward_records())
+    (plain_summary, plain_rows), (summary, rows) = _both_ways(tmp_path, path, ctx, how)
     assert plain_rows, "the awkward export stores some rows"
     assert sum(plain_summary.skipped.values()) > 100, "and skips many"
     assert rows == plain_rows
@@ -229,17 +231,9 @@ def test_awkward_export_imports_the_same_by_every_path(tmp_path, ctx, settings, 
 
 @pytest.mark.parametrize("how", ["hook", "child"])
 def test_generated_export_imports_the_same_by_every_path(tmp_path, ctx, how):
-    from bridge.store import Store
-
     path = tmp_path / "export.zip"
     generate(path, days=3, locale="de_DE", broken_dtd=True, control_chars=True)
-    stores = {name: Store(f"sqlite:///{tmp_path / name}.db") for name in ("plain", how)}
-    try:
-        plain_summary, plain_rows = _write(stores["plain"], path, ctx, "plain")
-        summary, rows = _write(stores[how], path, ctx, how)
-    finally:
-        for s in stores.values():
-            s.dispose()
+    (plain_summary, plain_rows), (summary, rows) = _both_ways(tmp_path, path, ctx, how)
     assert len(plain_rows) > 3000
     assert rows == plain_rows
     assert summary.by_type == plain_summary.by_type
