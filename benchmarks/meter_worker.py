@@ -31,24 +31,15 @@ from typing import Any
 
 import pandas as pd
 
-READINGS = ("metric", "start_utc", "end_utc", "value", "label", "origin", "utc_offset_min")
-EVENTS = (
-    "start_utc",
-    "end_utc",
-    "action",
-    "status",
-    "transparency",
-    "all_day",
-    "attendee_count",
-    "title",
-)
-
 
 def load_into(store: Any, readings: pd.DataFrame, events: pd.DataFrame, first_uid: int = 0) -> None:
     """Write synthetic frames into a store as the ingest step would (one transaction)."""
     from bridge.intake.ingest import EVENT_KEY, READING_KEY
     from bridge.store import upsert
     from bridge.store.models import CalendarEvent, Reading
+
+    # The timed tree's own column lists (the baseline's are the same, in the same order).
+    from mappings.frames import EVENT_COLUMNS, READING_COLUMNS
 
     stamp = datetime.now(UTC)
     reading_rows = [
@@ -63,7 +54,7 @@ def load_into(store: Any, readings: pd.DataFrame, events: pd.DataFrame, first_ui
             "label": lab,
             "imported_at": stamp,
         }
-        for m, s, e, v, lab, o, off in readings[list(READINGS)].itertuples(index=False)
+        for m, s, e, v, lab, o, off in readings[READING_COLUMNS].itertuples(index=False)
     ]
     event_rows = [
         {
@@ -81,7 +72,7 @@ def load_into(store: Any, readings: pd.DataFrame, events: pd.DataFrame, first_ui
             "updated_at": stamp,
         }
         for i, (s, e, a, st, tr, ad, n, t) in enumerate(
-            events[list(EVENTS)].itertuples(index=False)
+            events[EVENT_COLUMNS].itertuples(index=False)
         )
     ]
     with store.transaction() as session:
