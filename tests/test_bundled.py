@@ -172,7 +172,8 @@ def test_a_v3_artifact_without_an_expert_axis_loads_as_one_expert(two_experts, t
     assert old.experts == ["rhythm+fatigue"] and old.accept_w.ndim == 4
     _, history = _episode_history(two_experts, "rhythm", 0, 20)
     np.testing.assert_allclose(
-        old.log_joint(history, offsets=(0.0, 0.5)), one.log_joint(history, offsets=(0.0, 0.5))
+        old.log_joint_experts(history, offsets=(0.0, 0.5)),
+        one.log_joint_experts(history, offsets=(0.0, 0.5)),
     )
     rec = load_runner("bundled", model=str(v3)).recommend(OBS, history)
     assert rec.action in ACTIONS and rec.runner_version == "3-seed2"

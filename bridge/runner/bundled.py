@@ -108,32 +108,6 @@ class BundledModel:
         w = np.einsum("nc,encp->enp", ctx, aw[:, actions])  # (E, n, prof)
         return w.astype(np.float32) @ self.g32.T
 
-    def log_posterior(
-        self,
-        history: list[dict[str, Any]],
-        log_prior: np.ndarray | None = None,
-        bias: np.ndarray | None = None,
-        delta_weight: float | None = None,
-        offsets: tuple[float, ...] = (0.0,),
-    ) -> np.ndarray:
-        """(K,) log posterior over the profile grid (expert and offset integrated out)."""
-        joint = self.log_joint(history, log_prior, bias, delta_weight, offsets)
-        top = joint.max()
-        return np.log(np.exp(joint - top).sum(1)) + top
-
-    def log_joint(
-        self,
-        history: list[dict[str, Any]],
-        log_prior: np.ndarray | None = None,
-        bias: np.ndarray | None = None,
-        delta_weight: float | None = None,
-        offsets: tuple[float, ...] = (0.0,),
-    ) -> np.ndarray:
-        """(K, B) log posterior over profile x acceptance offset (experts out), max 0."""
-        full = self.log_joint_experts(history, log_prior, bias, delta_weight, offsets)
-        joint = np.log(np.exp(full).sum(0))
-        return joint - joint.max()
-
     def log_joint_experts(
         self,
         history: list[dict[str, Any]],
