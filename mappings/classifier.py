@@ -75,6 +75,23 @@ _HOLIDAY_CALENDAR = re.compile(
     r"feestdagen|schoolvakanties|festivita|festivi",
 )
 _SPORTS_CALENDAR = re.compile(r"#sports@")
+_BILL_DASH = re.compile(r" [-–—] (?=\S)")
+
+
+def billed_act(title: str) -> bool:
+    """A venue's programme line: an act in capitals, a dash, the show's subtitle.
+
+    "SONA JOBARTEH – Die Stimme Gambias", "A TRIBUTE TO AMY – Die Show": going to a show.
+    At least two capitalised words of 3+ letters and no digits before the dash (course codes,
+    rooms and shift codes have digits; "OOO – Jan" has one word).
+    """
+    parts = _BILL_DASH.split(title, maxsplit=1)
+    if len(parts) != 2:
+        return False
+    head = parts[0].strip()
+    if any(ch.isdigit() for ch in head) or not head.isupper():
+        return False
+    return sum(len(w) >= 3 and w.isalpha() for w in head.split()) >= 2
 
 
 def calendar_kind(calendar_id: str) -> str:
@@ -168,6 +185,8 @@ class KeywordClassifier:
             # (its all-day ones are birthdays and season markers).
             return Classification("BINGE_WATCH", 0.8, "event_type", "calendar=sports")
         found = self.match_title(event.title)
+        if found is None and billed_act(event.title):
+            return Classification("SOCIALIZE", 0.6, "rules", "billed act")
         if found is None and event.event_type == "fromGmail":
             # Copied from a booking e-mail (a flight, a hotel stay, a parcel); a title the
             # rules know ("Dinner reservation at ...") keeps its own answer.

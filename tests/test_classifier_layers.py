@@ -8,6 +8,8 @@ from mappings.actions import ACTIONS, NOT_AN_ACTION, UNCLASSIFIED
 from mappings.classifier import Classification, EventInfo, KeywordClassifier, normalize
 from mappings.classifier_layers import LayeredClassifier, context_guess, default_classifier
 from mappings.classifier_model import (
+    LEGACY_CHAR_RANGE,
+    SVM_C,
     ModelError,
     bundled_training_set,
     load,
@@ -96,10 +98,35 @@ def test_the_model_scores_like_scikit_learn_and_round_trips_without_pickle(tmp_p
     ref = sparse.hstack([v.fit_transform(texts) for v in vecs], format="csr")
     mine = again.features(texts)
     assert abs(ref - mine).max() < 1e-6
-    svc = LinearSVC(C=1.0, random_state=0).fit(ref, [label for _, label in TINY * 3])
+    svc = LinearSVC(C=SVM_C, random_state=0).fit(ref, [label for _, label in TINY * 3])
     new = ["evening run", "sales meeting", "write a report"]
     assert [label for label, _ in again.predict(new)] == list(svc.predict(again.features(new)))
     assert [label for label, _ in again.predict(new)] == ["EXERCISE", "ADMIN_WORK", "DEEP_WORK"]
+
+
+def test_a_model_file_from_before_round_7_is_scored_with_its_own_2_to_4_grams(tmp_path):
+    # Such a file's meta does not name its n-gram range; reading it with today's 3-5 would
+    # look up grams its vocabulary never had and quietly answer worse.
+    import json
+
+    model = train(TINY * 3, char_range=LEGACY_CHAR_RANGE, c=1.0)
+    path = save(model, tmp_path / "old.npz")
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    meta = json.loads(str(arrays["meta"]))
+    del meta["char_range"], meta["C"]
+    arrays["meta"] = np.array(json.dumps(meta))
+    np.savez_compressed(tmp_path / "old.npz", **arrays)
+    old = load(tmp_path / "old.npz")
+    assert old.char_range == LEGACY_CHAR_RANGE
+    texts = [normalize(t) for t, _ in TINY * 3]
+    from scipy import sparse
+
+    ref = sparse.hstack(
+        [v.fit_transform(texts) for v in make_vectorizers(LEGACY_CHAR_RANGE)], format="csr"
+    )
+    assert abs(ref - old.features(texts)).max() < 1e-6
+    assert old.predict(["evening run"])[0][0] == "EXERCISE"
 
 
 def test_a_title_with_nothing_the_model_knows_is_unclassified():

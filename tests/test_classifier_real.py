@@ -8,7 +8,13 @@ import pytest
 
 from benchmarks.classifier_real import DATA, LANGS, no_action, read_set
 from mappings.actions import ACTIONS, NOT_AN_ACTION, UNCLASSIFIED
-from mappings.classifier import EventInfo, KeywordClassifier, calendar_kind, normalize
+from mappings.classifier import (
+    EventInfo,
+    KeywordClassifier,
+    billed_act,
+    calendar_kind,
+    normalize,
+)
 from mappings.classifier_layers import LayeredClassifier, context_guess, default_classifier
 from mappings.classifier_model import bundled_training_set, read_labelled
 
@@ -280,3 +286,52 @@ def test_the_cycle_reads_the_answer_and_the_event_type_from_the_store(store, set
 def test_round_five_phrasings_and_languages(title, action):
     found = KeywordClassifier().match_title(title)
     assert found is not None and found.action == action, (title, found)
+
+
+@pytest.mark.parametrize(
+    ("title", "action"),
+    [
+        # Round 7: the head of an English title decides, and a to-do's verb comes first.
+        ("Group project meeting", "ADMIN_WORK"),
+        ("Chemistry class meeting", "ADMIN_WORK"),  # not LEARN for "class"
+        ("Meet with the landlord", "ADMIN_WORK"),
+        ("Register Max for swim classes", "ADMIN_WORK"),
+        ("Sign up for yoga", "ADMIN_WORK"),
+        ("Renew gym membership", "ADMIN_WORK"),
+        # ...but a school meeting for parents is family time, a shower is a party.
+        ("Parent teacher meeting", "FAMILY_TIME"),
+        ("Parent-teacher conference", "FAMILY_TIME"),
+        ("Baby shower for Ana", "SOCIALIZE"),
+        ("1:1 with Sarah", "SOCIALIZE"),  # unchanged: the project's meaning of a 1:1
+    ],
+)
+def test_round_seven_heads_and_verbs(title, action):
+    found = KeywordClassifier().match_title(title)
+    assert found is not None and found.action == action, (title, found)
+
+
+@pytest.mark.parametrize(
+    ("title", "billed"),
+    [
+        ("SONA JOBARTEH – Die Stimme Gambias", True),
+        ("A TRIBUTE TO ABBA – die Show", True),
+        ("DE KLEINE ZEEMEERMIN - familievoorstelling", True),
+        ("The Sons of Buena Vista", False),  # no dash: the model's call
+        ("OOO – Jan", False),  # one capitalised word
+        ("CS 101 – Lecture", False),  # digits: a course code
+        ("MATH – Lecture", False),
+        ("Lesung – Neue Gedichte", False),  # not in capitals
+        ("Team Meeting – budget", False),
+    ],
+)
+def test_a_venue_programme_line_is_a_show(title, billed):
+    assert billed_act(title) is billed
+    found = KeywordClassifier().match(EventInfo(title=title))
+    if billed:
+        assert found is not None and (found.action, found.rule) == ("SOCIALIZE", "billed act")
+
+
+def test_a_rule_beats_the_billing_shape():
+    # A known word in the title still decides ("KERSTMARKT" is a market, "MESSE" worship).
+    found = KeywordClassifier().match(EventInfo(title="HOLIDAY PARTY – all staff"))
+    assert found is not None and found.rule != "billed act"

@@ -49,7 +49,8 @@ def test_ntfy_gets_accept_and_ignore_buttons_calling_back_with_the_token(demo, m
     body = json.loads(request.content)
     assert body["topic"] == "rb-7f3a"
     # The window: from now (08:40) to the next busy event of the demo calendar (09:30).
-    assert body["title"] == "Next (morning 08:40-09:30): exercise"  # the model v4 demo
+    what = rec.action.replace("_", " ").lower()
+    assert body["title"] == f"Next (morning 08:40-09:30): {what}"
     assert body["message"] == rec.rationale
     assert body["click"] == "http://192.168.1.20:8765/"
     accept, ignore, view = body["actions"]
@@ -90,7 +91,7 @@ def test_the_webhook_gets_the_recommendation_and_never_the_token(demo, memory_ke
     body = json.loads(route.calls.last.request.content)
     assert body["event"] == "recommendation"
     assert body["recommendation"]["id"] == rec.id
-    assert body["recommendation"]["action"] == "EXERCISE"
+    assert body["recommendation"]["action"] == rec.action
     assert body["feedback_url"] == "http://pi.lan:8765/api/feedback"
     assert access not in route.calls.last.request.content.decode()
 

@@ -51,9 +51,11 @@ def test_load_the_page_accept_and_find_it_in_the_database(demo, memory_keyring, 
         page.goto(web.url + "/")
         assert page.locator("li.meter").count() == 5
         assert page.locator("svg.trend polyline").count() >= 5
-        assert page.get_by_test_id("rec-action").inner_text() == "Exercise"  # model v4
         with store.session() as sess:
-            rationale = sess.execute(select(Recommendation.rationale)).scalar_one()
+            action, rationale = sess.execute(
+                select(Recommendation.action, Recommendation.rationale)
+            ).one()
+        assert page.get_by_test_id("rec-action").inner_text() == action.replace("_", " ").title()
         assert page.locator(".rationale").inner_text() == rationale
         # The free window of the demo calendar: from now to the stand-up.
         assert page.get_by_test_id("rec-window").inner_text() == "free 08:40–09:30"

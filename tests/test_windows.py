@@ -349,3 +349,34 @@ def test_across_the_autumn_dst_change(store, settings):
     with store.session() as s:
         stored = s.execute(select(CalendarEvent)).scalar_one()
     assert stored.end_utc - stored.start_utc == timedelta(hours=4)
+
+
+def test_the_scheduled_action_is_one_still_ahead_in_the_slot(store, settings):
+    from bridge.cycle.recommend import observation_for
+
+    for uid, title, action, start, end in [
+        ("gym", "Gym", "EXERCISE", at(2026, 11, 30, 12, 0), at(2026, 11, 30, 13, 0)),
+        ("sync", "Team sync", "ADMIN_WORK", at(2026, 11, 30, 15, 0), at(2026, 11, 30, 15, 30)),
+    ]:
+        store_event(
+            store,
+            EventRecord(
+                uid=uid,
+                title=title,
+                calendar_id="primary",
+                start=start,
+                end=end,
+                status="confirmed",
+            ),
+        )
+        with store.transaction() as s:
+            s.execute(update(CalendarEvent).where(CalendarEvent.uid == uid).values(action=action))
+    afternoon = SlotKey(at(2026, 11, 30, 12, 0).date(), 1)
+
+    def scheduled(now):
+        return observation_for(store, settings, afternoon, now)["active_event"]
+
+    assert scheduled(at(2026, 11, 30, 11, 0)) == "EXERCISE"  # before the slot: its first
+    assert scheduled(at(2026, 11, 30, 12, 30)) == "EXERCISE"  # the gym is still on
+    assert scheduled(at(2026, 11, 30, 13, 30)) == "ADMIN_WORK"  # the gym is over
+    assert scheduled(at(2026, 11, 30, 16, 0)) is None  # nothing left in the slot

@@ -141,7 +141,8 @@ def observation_for(
     store: Store, settings: Settings, key: SlotKey, now: datetime, plan: Plan | None = None
 ) -> dict[str, Any]:
     """The runner's view of a slot: the latest meters at or before it, the action already
-    scheduled in it, and (with a plan) its longest free window and the actions that fit."""
+    scheduled in what is left of it, and (with a plan) its longest free window and the
+    actions that fit."""
     with store.session() as session:
         snap = session.execute(
             select(MeterSnapshot)
@@ -153,11 +154,13 @@ def observation_for(
             .limit(1)
         ).scalar_one_or_none()
         lo, hi = slot_bounds(key, settings.tz, settings.boundaries)
+        # An event already over is not "scheduled": a morning run at 07:00 must not make
+        # EXERCISE look planned for a window at 08:40.
         event = session.execute(
             select(CalendarEvent.action)
             .where(
                 CalendarEvent.start_utc < hi,
-                CalendarEvent.end_utc > lo,
+                CalendarEvent.end_utc > max(lo, now),
                 CalendarEvent.status != "cancelled",
                 CalendarEvent.all_day.is_(False),
                 CalendarEvent.action.in_(ACTIONS),
