@@ -271,3 +271,38 @@ def test_tempering_survives_an_expert_the_history_rules_out_completely(two_exper
     post = tempered.expert_posterior(history)
     assert np.isfinite(post).all() and post.sum() == pytest.approx(1.0)
     assert 0 < post[1].sum() < post[0].sum()
+
+
+def test_bernoulli_from_logits_matches_the_direct_formulas_even_at_extremes():
+    from bridge.runner.bundled import _bernoulli
+
+    z = np.array([-200.0, -40.0, -30.0, -8.0, -1.0, -1e-4, 0.0, 1e-4, 0.7, 8.0, 30.0, 200.0])
+    p, h = _bernoulli(z.astype(np.float32))
+    ref_p = 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+    q = np.clip(ref_p, 1e-300, 1.0)
+    ref_h = -(q * np.log(q) + (1 - q) * np.log(np.clip(1 - ref_p, 1e-300, 1.0)))
+    assert p.dtype == np.float32 and np.isfinite(h).all()
+    np.testing.assert_allclose(p, ref_p, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(h, ref_h, rtol=1e-4, atol=2e-6)
+    assert h[6] == pytest.approx(np.log(2.0), rel=1e-6)  # a coin flip teaches the most
+
+
+def test_an_answer_changed_inside_a_nested_field_is_read_again(two_experts):
+    from bridge.runner.bundled import BundledRunner
+
+    _, history = _episode_history(two_experts, "fatigue", 1, 30)
+    accepted = next(
+        i for i, h in enumerate(history) if h["response"] == "accepted" and h["meter_deltas"]
+    )
+    runner = BundledRunner(two_experts)
+    items = [{**h, "meter_deltas": dict(h["meter_deltas"])} for h in history]
+    before = runner.expert_posterior(items)
+    # the caller corrects a meter change in place, one level down (the same dict object)
+    for k in items[accepted]["meter_deltas"]:
+        items[accepted]["meter_deltas"][k] = 0.3
+    after = runner.expert_posterior(items)
+    fresh = np.exp(
+        runner.model.log_joint_experts(items, None, None, runner.delta_weight, runner.offsets)
+    )
+    np.testing.assert_allclose(after, fresh / fresh.sum(), atol=1e-6)
+    assert not np.allclose(before, after, atol=1e-4)  # the change did move it

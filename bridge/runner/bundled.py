@@ -192,10 +192,10 @@ class Evidence:
                 j += 1
             else:
                 new.append(h)
-                kept.append(deepcopy(h))  # a caller may fill in a response later, in place
+                kept.append(_snapshot(h))  # a caller may fill in a response later, in place
         if j < len(self.items):
             self.reset()
-            new, kept = items, [deepcopy(h) for h in items]
+            new, kept = items, [_snapshot(h) for h in items]
         self._add(new)
         self.items = kept
 
@@ -210,16 +210,17 @@ class Evidence:
         if self.bias is not None:
             z = z + self.bias[acts][None, :, None].astype(np.float32)
         # log sigmoid(z) if accepted, log sigmoid(-z) if not; stable for large |z|. One
-        # (E, n, K) array per offset, worked on in place.
+        # (E, n, K) array per offset, worked on in place; the sign and the clip (offsets
+        # are within +-1) are applied once for all offsets.
         flip = np.where(y == 1.0, -1.0, 1.0).astype(np.float32)[None, :, None]
+        np.multiply(z, flip, out=z)  # -signed
+        np.clip(z, -29.0, 29.0, out=z)
         x = np.empty_like(z)
         for j, b in enumerate(self.offsets):
-            np.add(z, b, out=x)
-            np.multiply(x, flip, out=x)  # -signed
-            np.clip(x, -30.0, 30.0, out=x)
+            np.add(z, flip * b, out=x)
             np.exp(x, out=x)
             np.log1p(x, out=x)
-            self.accept[:, :, j] -= x.sum(1, dtype=np.float64)
+            self.accept[:, :, j] -= x.sum(1)
         acc = [i for i, h in enumerate(items) if y[i] == 1.0 and h.get("meter_deltas")]
         if not acc:
             return
@@ -271,6 +272,38 @@ def _single_threaded_blas() -> None:
 @lru_cache(maxsize=4)
 def load_model(path: str | None = None) -> BundledModel:
     return BundledModel(Path(path) if path else default_model_path())
+
+
+def _snapshot(value: Any) -> Any:
+    """A copy of a history item that later changes to it cannot reach: dicts and lists
+    copied, immutable scalars shared (deepcopy took half a fresh runner's time)."""
+    if isinstance(value, dict):
+        return {k: _snapshot(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_snapshot(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return deepcopy(value)
+
+
+def _bernoulli(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """P(accept) and the answer's entropy from logits `x` (float32, overwritten).
+
+    With t = exp(-x) and p = 1 / (1 + t): 1 - p = t p and H(p) = -log p + x (1 - p).
+    The logits are clipped at +-30 (float32 exp overflows near 88; beyond 30 p and H are
+    exact to float32 precision anyway). In place: this is the runner's largest array.
+    """
+    np.clip(x, -30.0, 30.0, out=x)
+    t = np.negative(x)
+    np.exp(t, out=t)
+    p = np.add(t, 1.0, dtype=np.float32)
+    np.reciprocal(p, out=p)
+    np.multiply(t, p, out=t)  # 1 - p
+    h = np.log(p)
+    np.negative(h, out=h)
+    np.multiply(x, t, out=x)
+    np.add(h, x, out=h)
+    return p, h
 
 
 def _entropy(p: np.ndarray) -> np.ndarray:
@@ -360,12 +393,13 @@ class BundledRunner:
         )  # (E, A, K)
         if self.bias is not None:
             z = z + self.bias[None, :, None]
-        off = np.asarray(self.offsets)
-        p = 1.0 / (1.0 + np.exp(-(z[..., None] + off)))  # (E, A, K, B)
-        expected = np.einsum("eakb,ekb->a", p, full)
+        off = np.asarray(self.offsets, dtype=np.float32)
+        p, h = _bernoulli(z.astype(np.float32)[..., None] + off)  # (E, A, K, B)
+        full32 = full.astype(np.float32)
+        expected = np.einsum("eakb,ekb->a", p, full32).astype(np.float64)
         # Mutual information between the answer and (expert, profile, offset): what
         # asking would teach.
-        gain = _entropy(expected) - np.einsum("eakb,ekb->a", _entropy(p), full)
+        gain = _entropy(expected) - np.einsum("eakb,ekb->a", h, full32)
         # Expected changes are linear in g, so their posterior mean and spread need only
         # each expert's posterior mean and covariance of g (a mixture over experts).
         w_e = full.sum((1, 2))  # (E,)
