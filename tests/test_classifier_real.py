@@ -53,12 +53,12 @@ def test_no_evaluation_title_is_in_the_training_data(sets):
 
 
 def test_the_shipped_classifier_holds_its_measured_accuracy_on_the_evaluation_set(sets):
-    # A regression floor a little under the figure in the README (0.799 after round 6):
+    # A regression floor a little under the figure in the README (0.809 after round 7):
     # a rule or training change that loses ground on real calendars fails here.
     items = sets["eval"]
     answers = default_classifier().classify_many([x.event for x in items])
     right = sum(no_action(a.action) == x.label for a, x in zip(answers, items, strict=True))
-    assert right / len(items) >= 0.78
+    assert right / len(items) >= 0.79
     clear = [a for a, x in zip(answers, items, strict=True) if x.label != NOT_AN_ACTION]
     assert sum(a.action == UNCLASSIFIED for a in clear) / len(clear) <= 0.05
 
@@ -303,6 +303,16 @@ def test_round_five_phrasings_and_languages(title, action):
         ("Parent-teacher conference", "FAMILY_TIME"),
         ("Baby shower for Ana", "SOCIALIZE"),
         ("1:1 with Sarah", "SOCIALIZE"),  # unchanged: the project's meaning of a 1:1
+        # A party held on a holiday is a gathering; the holiday alone stays a marker.
+        ("Memorial Day cookout", "SOCIALIZE"),
+        ("Christmas celebration at church", "SOCIALIZE"),
+        ("Memorial Day", NOT_AN_ACTION),
+        ("Bridal dress appointment", "ADMIN_WORK"),  # not SOCIALIZE for "bridal"
+        ("Intro to Psychology", "LEARN"),
+        ("Principles of Economics", "LEARN"),
+        # An act billed with its country is a show, unless another rule knows the title.
+        ("De Kreuners (BE)", "SOCIALIZE"),
+        ("Budget meeting (UK)", "ADMIN_WORK"),
     ],
 )
 def test_round_seven_heads_and_verbs(title, action):
