@@ -373,3 +373,41 @@ def test_not_every_verb_first_title_is_an_errand():
     for title in ("Get ready", "Get up", "Book club", "Book of Mormon"):
         found = rules.match_title(title)
         assert found is None or found.action != "ADMIN_WORK", (title, found)
+
+
+@pytest.mark.parametrize(
+    ("title", "action"),
+    [
+        # Round 9: school and community performances are outings...
+        ("Senior Prom", "SOCIALIZE"),
+        ("Jazz Nite 3", "SOCIALIZE"),
+        ("Winter A Capella Jam", "SOCIALIZE"),
+        ("School play", "SOCIALIZE"),
+        # ...a school subject named with a social word is a class, "social" alone is not,
+        ("Asynch Social Studies", "LEARN"),
+        ("Team social", "SOCIALIZE"),
+        # exams and re-sits are being examined, office hours and gigs are work,
+        ("MCAS RETEST BIOLOGY", "LEARN"),
+        ("Midterm", "LEARN"),
+        ("Office hour", "ADMIN_WORK"),
+        ("Malad West bartender", "ADMIN_WORK"),
+        ("catering event 2 person evening", "ADMIN_WORK"),
+        # specialists and check-ups are appointments, also when an exam or kids are named,
+        ("OB/GYN", "ADMIN_WORK"),
+        ("Ear check", "ADMIN_WORK"),
+        ("Flu shot for the kids", "ADMIN_WORK"),
+        ("Pick up prescription", "ADMIN_WORK"),
+        # and a talk is named with its head last.
+        ("Embodied Intelligence - Presentation", "LEARN"),
+    ],
+)
+def test_round_nine_performances_subjects_gigs_and_check_ups(title, action):
+    found = KeywordClassifier().match_title(title)
+    assert found is not None and found.action == action, (title, found)
+
+
+def test_preparing_a_presentation_is_not_attending_a_talk():
+    rules = KeywordClassifier()
+    for title in ("Prepare presentation", "Work on my presentation", "Rehearse the presentation"):
+        found = rules.match_title(title)
+        assert found is None or found.action != "LEARN", (title, found)
