@@ -53,12 +53,12 @@ def test_no_evaluation_title_is_in_the_training_data(sets):
 
 
 def test_the_shipped_classifier_holds_its_measured_accuracy_on_the_evaluation_set(sets):
-    # A regression floor a little under the figure in the README (0.809 after round 7):
+    # A regression floor a little under the figure in the README (0.820 after round 8):
     # a rule or training change that loses ground on real calendars fails here.
     items = sets["eval"]
     answers = default_classifier().classify_many([x.event for x in items])
     right = sum(no_action(a.action) == x.label for a, x in zip(answers, items, strict=True))
-    assert right / len(items) >= 0.79
+    assert right / len(items) >= 0.80
     clear = [a for a, x in zip(answers, items, strict=True) if x.label != NOT_AN_ACTION]
     assert sum(a.action == UNCLASSIFIED for a in clear) / len(clear) <= 0.05
 
@@ -345,3 +345,31 @@ def test_a_rule_beats_the_billing_shape():
     # A known word in the title still decides ("KERSTMARKT" is a market, "MESSE" worship).
     found = KeywordClassifier().match(EventInfo(title="HOLIDAY PARTY – all staff"))
     assert found is not None and found.rule != "billed act"
+
+
+@pytest.mark.parametrize(
+    ("title", "action"),
+    [
+        # Round 8: a terse to-do starts with its verb, also behind an agenda's marker...
+        ("Buy stamps", "ADMIN_WORK"),
+        ("TODO Fix bike light", "ADMIN_WORK"),
+        ("LATER Email landlord about heating", "ADMIN_WORK"),
+        ("Book a table for Friday", "ADMIN_WORK"),
+        # ...but a rule that knows the title still decides, and some verbs are no errand.
+        ("Get coffee with Ana", "SOCIALIZE"),
+        ("Return flight", NOT_AN_ACTION),
+        # A talk is named for its promise.
+        ("How to write a grant proposal", "LEARN"),
+        ("Top 10 tips for faster builds", "LEARN"),
+    ],
+)
+def test_round_eight_todo_verbs_and_talks(title, action):
+    found = KeywordClassifier().match_title(title)
+    assert found is not None and found.action == action, (title, found)
+
+
+def test_not_every_verb_first_title_is_an_errand():
+    rules = KeywordClassifier()
+    for title in ("Get ready", "Get up", "Book club", "Book of Mormon"):
+        found = rules.match_title(title)
+        assert found is None or found.action != "ADMIN_WORK", (title, found)
