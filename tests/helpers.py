@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -21,6 +22,15 @@ SCHEMA_PATH = Path(__file__).parent.parent / "bridge" / "schemas" / "snapshot.sc
 def validate_snapshot(doc: dict[str, Any]) -> None:
     schema = json.loads(SCHEMA_PATH.read_text())
     jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).validate(doc)
+
+
+def ctrl_c_reaches_it() -> None:
+    """In a child before exec: Ctrl-C back to its default.
+
+    A shell starts background jobs with SIGINT ignored, a process inherits that, and
+    Python then never raises KeyboardInterrupt; a test of what Ctrl-C does would then
+    pass or fail with how the test run itself was started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def write_config(path: Path, data_dir: Path, **sections: str) -> Path:

@@ -33,6 +33,7 @@ from bridge.intake.ingest import ImportSummary, ReadingWriter, import_file, writ
 from bridge.store.db import utcnow
 from bridge.store.models import ImportedFile, Reading
 from connectors import apple_health
+from tests.helpers import ctrl_c_reaches_it
 
 pytestmark = pytest.mark.sqlite_only  # the fast paths are the SQLite writer's
 
@@ -357,7 +358,13 @@ def test_signalled_cli_import_leaves_no_child_and_no_rows(tmp_path, big_export, 
     env = {**os.environ, "RHYTHM_BRIDGE_CONFIG": str(config), "RB_APPLE_PARSE_APART": "1"}
     cli = [str(Path(sys.executable).parent / "rhythm-bridge"), "import", "apple-health"]
     cli.append(str(big_export))
-    parent = subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    parent = subprocess.Popen(
+        cli,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=ctrl_c_reaches_it,
+    )
     try:
         deadline = time.monotonic() + 60
         children: list[int] = []

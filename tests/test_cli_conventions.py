@@ -23,7 +23,7 @@ from bridge.intake.sources import get_state
 from bridge.store import Store
 from bridge.store.models import Reading
 from tests.conftest import SAMPLE
-from tests.helpers import write_config
+from tests.helpers import ctrl_c_reaches_it, write_config
 
 
 @pytest.fixture
@@ -118,6 +118,7 @@ def test_ctrl_c_during_an_import_keeps_the_bar_and_stores_nothing(tmp_path):
     sample = SAMPLE / "apple_health_export.zip"
     pid, fd = pty.fork()
     if pid == 0:  # the child: a terminal of its own, as a person's shell gives
+        ctrl_c_reaches_it()
         os.environ["RHYTHM_BRIDGE_CONFIG"] = str(cfg)
         os.environ.pop("RHYTHM_BRIDGE_DATABASE__URL", None)
         os.environ["COLUMNS"] = "120"
