@@ -46,8 +46,9 @@ def test_artifact_is_small_npz_without_pickled_objects():
     with np.load(path, allow_pickle=False) as data:  # raises if anything needed pickle
         meta = json.loads(str(data["meta"]))
     assert meta["split"] == "train" and isinstance(meta["seed"], int)
-    # version 4: one expert per training family and the pooled model, on a leading axis
-    assert meta["model_version"] == "4"
+    # version 4: one expert per training family and the pooled model, on a leading axis;
+    # 5: meter changes read at a per-person scale
+    assert meta["model_version"] == "5" and meta["meter_scales"] == [0.5, 0.2]
     assert meta["experts"] == [*meta["families"], "pooled"]
     with np.load(path, allow_pickle=False) as data:
         assert {data[k].shape[0] for k in ("accept_w", "delta_w", "delta_sd")} == {
@@ -154,7 +155,7 @@ def test_a_v3_artifact_without_an_expert_axis_loads_as_one_expert(two_experts, t
     with np.load(two_experts, allow_pickle=False) as data:
         arrays = {k: np.asarray(data[k]) for k in data.files}
     meta = json.loads(str(arrays["meta"]))
-    assert meta["model_version"] == "4" and meta["experts"] == ["rhythm", "fatigue"]
+    assert meta["model_version"] == "5" and meta["experts"] == ["rhythm", "fatigue"]
     assert arrays["accept_w"].shape[0] == 2
     old_meta = {k: v for k, v in meta.items() if k != "experts"} | {"model_version": "3"}
     v3, v4 = tmp_path / "v3.npz", tmp_path / "v4-one.npz"
@@ -259,15 +260,24 @@ def test_tempered_expert_evidence_spreads_the_weight_not_each_experts_reading(tw
     assert abs(odds[0]) > 1.0 and odds[1] == pytest.approx(odds[0] * 0.1, rel=1e-4)
 
 
-def test_tempering_survives_an_expert_the_history_rules_out_completely(two_experts):
+def _with_meta(model: str, path, **changes) -> str:
+    with np.load(model, allow_pickle=False) as data:
+        arrays = {k: np.asarray(data[k]) for k in data.files}
+    meta = json.loads(str(arrays.pop("meta"))) | changes
+    np.savez(path, meta=np.array(json.dumps(meta)), **arrays)
+    return str(path)
+
+
+def test_tempering_survives_an_expert_the_history_rules_out_completely(two_experts, tmp_path):
     from bridge.runner.bundled import BundledRunner
 
-    runner, history = _episode_history(two_experts, "rhythm", 1, 112)
-    # meter changes counted fully (weight 4): the fatigue expert's every profile
-    # underflows exp()
+    # meter changes counted fully (one weight, 4, not the per-person scales): the fatigue
+    # expert's every profile underflows exp()
+    model = _with_meta(two_experts, tmp_path / "one-weight.npz", meter_scales=[])
+    runner, history = _episode_history(model, "rhythm", 1, 112)
     plain = runner.model.log_joint_experts(history, offsets=(0.0,), delta_weight=4.0)
     assert plain[1].max() < -745
-    tempered = BundledRunner(two_experts, expert_temper=0.1, delta_weight=4.0)
+    tempered = BundledRunner(model, expert_temper=0.1, delta_weight=4.0)
     post = tempered.expert_posterior(history)
     assert np.isfinite(post).all() and post.sum() == pytest.approx(1.0)
     assert 0 < post[1].sum() < post[0].sum()
@@ -306,3 +316,51 @@ def test_an_answer_changed_inside_a_nested_field_is_read_again(two_experts):
     )
     np.testing.assert_allclose(after, fresh / fresh.sum(), atol=1e-6)
     assert not np.allclose(before, after, atol=1e-4)  # the change did move it
+
+
+def test_train_model_defaults_to_the_trainers_people():
+    import inspect
+
+    from bridge.cli.model import train_model
+    from bridge.sim.train import DEFAULT_PEOPLE
+
+    assert inspect.signature(train_model).parameters["people"].default == DEFAULT_PEOPLE
+
+
+def test_meter_changes_are_read_at_the_scale_that_fits_the_person(two_experts, tmp_path):
+    """A person whose changes the expert explains is read as at the sharp scale (0.5);
+    the same answers with noisier changes as at the broad one (0.2): the scale is
+    integrated out per person, not fixed for everyone (issue 20)."""
+    from bridge.runner.bundled import load_model
+
+    scaled = load_model(two_experts)
+    assert scaled.meter_scales == (0.5, 0.2)
+    fixed = load_model(_with_meta(two_experts, tmp_path / "fixed.npz", meter_scales=[]))
+    assert fixed.meter_scales == ()
+    _, clean = _episode_history(two_experts, "rhythm", 2, 60)
+    rng = np.random.default_rng(0)
+    noisy = [
+        {
+            **h,
+            "meter_deltas": {k: v if v is None else v + rng.normal(0, 0.08) for k, v in d.items()},
+        }
+        if (d := h.get("meter_deltas"))
+        else h
+        for h in clean
+    ]
+
+    def posterior(model, history, weight=None):
+        w = np.exp(model.log_joint_experts(history, delta_weight=weight))
+        return (w / w.sum()).sum((0, 2))
+
+    def distance(p, q):
+        return float(np.abs(p - q).sum())
+
+    for history, near, far in ((clean, 0.5, 0.2), (noisy, 0.2, 0.5)):
+        mixed = posterior(scaled, history)
+        to_near = distance(mixed, posterior(fixed, history, near))
+        to_far = distance(mixed, posterior(fixed, history, far))
+        assert to_near < to_far / 2, (near, to_near, to_far)
+    # without meter changes there is nothing to scale: the answers alone decide
+    bare = [{**h, "meter_deltas": {}} for h in clean]
+    np.testing.assert_allclose(posterior(scaled, bare), posterior(fixed, bare, 0.5), atol=1e-9)

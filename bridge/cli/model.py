@@ -14,7 +14,8 @@ from bridge.errors import InputError
 @app.command("train-model")
 def train_model(
     seed: Annotated[int, typer.Option(help="Seed of the simulated training population.")] = 0,
-    people: Annotated[int, typer.Option(min=10, help="Simulated training people.")] = 1500,
+    # bridge.sim.train.DEFAULT_PEOPLE, not imported here so that --help stays fast
+    people: Annotated[int, typer.Option(min=10, help="Simulated training people.")] = 6000,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Write the artifact here (default: the bundled model)."),

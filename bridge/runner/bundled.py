@@ -43,6 +43,11 @@ GUARD = 10.0  # score lost per unit a meter is expected to end below SAFE
 # since issue 22 carries its own value in meta["delta_weight"], chosen at training time on
 # the training families' held-in people; this is the value for older artifacts.
 DELTA_WEIGHT = 0.5
+# Since model version 5 the weight is not one number for everyone: each person's meter
+# changes are read as N(mean, sd^2 / w) with w unknown among meta["meter_scales"], a
+# proper density, and w integrated out per person. Someone an expert fits is read at its
+# sharp scale (a training family's own people, as a single-family model reads them) and
+# anyone else at the broad one (what transfer to an unknown family needs). Issue 20.
 # People differ in how often they say yes at all: a per-person logit offset on every
 # acceptance, integrated out over this grid under a N(0, OFFSET_SD) prior, so a yes-sayer
 # is not mistaken for a profile. (0,) turns it off.
@@ -99,6 +104,7 @@ class BundledModel:
         self.version = f"{self.meta['model_version']}-seed{self.meta['seed']}"
         self.delta_weight = float(self.meta.get("delta_weight", DELTA_WEIGHT))
         self.expert_temper = float(self.meta.get("expert_temper", 1.0))
+        self.meter_scales = tuple(float(w) for w in self.meta.get("meter_scales") or ())
 
     def accept_logits(
         self, actions: np.ndarray, ctx: np.ndarray, experts: np.ndarray | None = None
@@ -174,6 +180,8 @@ class Evidence:
         self.quad = np.zeros((e, p, p))
         self.lin = np.zeros((e, p))
         self.const = np.zeros(e)
+        self.resid = np.zeros(e)  # -sum prec obs^2 / 2: the part of `const` a scale scales
+        self.count = 0.0  # meter changes read
 
     def update(self, history: list[dict[str, Any]]) -> None:
         items = [
@@ -243,17 +251,25 @@ class Evidence:
         self.lin += np.einsum("enm,nm,enmp->ep", prec, obs, wd)
         # What does not depend on the profile still differs between experts (each has
         # its own spread): without it the experts could not be compared.
-        self.const -= np.einsum("enm,nm->e", prec, obs**2) / 2 + np.einsum(
-            "nm,enm->e", usable, np.log(m.delta_sd[:, acts[acc]])
-        )
+        resid = np.einsum("enm,nm->e", prec, obs**2) / 2
+        self.resid -= resid
+        self.count += float(usable.sum())
+        self.const -= resid + np.einsum("nm,enm->e", usable, np.log(m.delta_sd[:, acts[acc]]))
 
     def log_likelihood(self, delta_weight: float) -> np.ndarray:
-        """(E, K, B): the answers' log-likelihood, the meter changes' tempered by weight."""
+        """(E, K, B): the answers' log-likelihood; the meter changes' tempered by weight, or
+        with the model's meter scales, read at each scale and the scale integrated out."""
         g = self.model.g
         ll = (
             self.const[:, None] + self.lin @ g.T - 0.5 * np.einsum("kp,epq,kq->ek", g, self.quad, g)
         )
-        return self.accept + (delta_weight * ll)[:, :, None]
+        scales = self.model.meter_scales
+        if not scales:
+            return self.accept + (delta_weight * ll)[:, :, None]
+        norm = (self.const - self.resid)[:, None]  # -sum log sd: what a scale does not scale
+        parts = np.stack([(ll - norm) * w + norm + 0.5 * self.count * np.log(w) for w in scales])
+        top = parts.max(0)
+        return self.accept + (top + np.log(np.exp(parts - top).mean(0)))[:, :, None]
 
 
 def _without_calendar(item: dict[str, Any]) -> dict[str, Any]:
