@@ -36,8 +36,8 @@ def test_fit_residual_explains_what_the_offset_does_not():
     y = np.array([1.0] * 8 + [0.0] * 8 + [1.0, 0.0] * 4)
     offset = np.array([-2.0] * 8 + [1.0] * 8 + [0.0] * 8)
     slots = np.zeros(len(acts), dtype=int)
-    small = fit_residual(acts, slots, y, offset, len(ACTIONS), tau=0.5)
-    large = fit_residual(acts, slots, y, offset, len(ACTIONS), tau=2.0)
+    small, needed = fit_residual(acts, slots, y, offset, len(ACTIONS), tau=0.5)
+    large, _ = fit_residual(acts, slots, y, offset, len(ACTIONS), tau=2.0)
     assert small.shape == (4, len(ACTIONS))
     assert large[0, 3] > small[0, 3] > 0.5  # shrunk towards 0 more by a tighter prior
     assert large[0, 5] < small[0, 5] < -0.3
@@ -46,13 +46,25 @@ def test_fit_residual_explains_what_the_offset_does_not():
     assert np.all(large[:, untouched] == 0.0)
     assert np.allclose(large, large[0])  # no slot term: every slot gets the action's
     # none at all: zeros whatever the answers
-    assert np.all(fit_residual(acts, slots, y, offset, len(ACTIONS), tau=0.0) == 0.0)
+    none, never = fit_residual(acts, slots, y, offset, len(ACTIONS), tau=0.0)
+    assert np.all(none == 0.0) and never == 0.0
     # a slot term: the correction of action 3 in slot 0 differs from other slots'
-    sloted = fit_residual(acts, slots, y, offset, len(ACTIONS), tau=0.5, slot_tau=1.0)
+    sloted, _ = fit_residual(acts, slots, y, offset, len(ACTIONS), tau=0.5, slot_tau=1.0)
     assert sloted[0, 3] > sloted[1, 3] > 0  # the slot with the answers, and the action
+    # 16 answers far from what the population model expects: a correction is needed ...
+    assert needed > 0.9
+    # ... but not for someone who answers as it expects (accepted where it says 88 %,
+    # ignored where it says 12 %): then the fitted residual is noise and weighs little
+    fits = np.array([2.0, -2.0] * 12)
+    ok = np.array([1.0, 0.0] * 12)
+    _, fine = fit_residual(acts, slots, ok, fits, len(ACTIONS), tau=0.5, slot_tau=0.5)
+    assert fine < 0.4  # below the even prior odds
     p = np.array([0.2, 0.5, 0.9])
     assert np.allclose(corrected(p, np.zeros(3)), p)
     assert np.all(corrected(p, np.ones(3)) > p)
+    assert np.allclose(corrected(p, np.ones(3), weight=0.0), p)
+    half = corrected(p, np.ones(3), weight=0.5)
+    assert np.all((half > p) & (half < corrected(p, np.ones(3))))
 
 
 def test_an_artifact_without_a_residual_loads_with_none(tmp_path):

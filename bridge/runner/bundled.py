@@ -437,8 +437,8 @@ class BundledRunner:
         if self.tau > 0 or self.slot_tau > 0:
             # Information gain stays the population model's: the correction changes what
             # the person is expected to accept, not what an answer teaches about them.
-            residual = self._residual(live, full, g_mean, g_cov)
-            expected = corrected(expected, residual[slot])
+            residual, needed = self._residual(live, full, g_mean, g_cov)
+            expected = corrected(expected, residual[slot], needed)
         known = np.array([observation.get(k) is not None for k in METERS])
         # How far each action is expected to leave a known meter below SAFE: steep enough
         # that when a meter is already low, what lifts it beats what pleases.
@@ -464,12 +464,13 @@ class BundledRunner:
 
     def _residual(
         self, live: np.ndarray, full: np.ndarray, g_mean: np.ndarray, g_cov: np.ndarray
-    ) -> np.ndarray:
-        """(4, A) logit corrections for this person (bridge.runner.residual), with every
-        answered item's posterior-predictive logit under the population model as offset."""
+    ) -> tuple[np.ndarray, float]:
+        """(4, A) logit corrections for this person and P(they need one)
+        (bridge.runner.residual), with every answered item's posterior-predictive logit
+        under the population model as offset."""
         ev, m = self.evidence, self.model
         if len(ev.acts) == 0:
-            return np.zeros((4, len(ACTIONS)))
+            return np.zeros((4, len(ACTIONS))), 0.0
         w_e = full.sum((1, 2))
         off = np.asarray(self.offsets, dtype=np.float64)
         b_e = full.sum(1) / w_e[:, None]  # (E, B): the yes-saying offset per expert

@@ -9,6 +9,12 @@ action's), fitted by MAP over the person's answered items with the model's own
 posterior-predictive logit of each item as a fixed offset. MAP of a logistic likelihood
 with a Gaussian prior is a concave problem: a few coordinate Newton steps reach it.
 tau = slot_tau = 0 is no correction at all (the runner then skips this entirely).
+
+Whether this person needs a correction at all is itself uncertain: for someone the
+population model reads well the fitted residual is noise, and acting on noise costs
+acceptance (the winner's curse of a per-action estimate). So the correction is averaged
+with none by the two models' evidence (Laplace approximation, each term's curvature taken
+alone), under even prior odds: `weight` is P(this person needs a correction | answers).
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(x, -30.0, 30.0)))
 
 
+def _log_lik(y: np.ndarray, z: np.ndarray) -> float:
+    return float(-(np.logaddexp(0.0, -z) * y + np.logaddexp(0.0, z) * (1 - y)).sum())
+
+
 def fit_residual(
     actions: np.ndarray,
     slots: np.ndarray,
@@ -32,8 +42,9 @@ def fit_residual(
     n_actions: int,
     tau: float,
     slot_tau: float = 0.0,
-) -> np.ndarray:
-    """(N_SLOTS, n_actions) logit corrections r[a] + u[s, a] at the posterior mode.
+) -> tuple[np.ndarray, float]:
+    """((N_SLOTS, n_actions) logit corrections r[a] + u[s, a] at the posterior mode,
+    P(a correction is needed | answers)).
 
     `offset` is each item's logit under the population model (the correction explains
     only what that does not); items are (action index, slot 0-3, 1/0 accepted).
@@ -41,7 +52,7 @@ def fit_residual(
     r = np.zeros(n_actions)
     u = np.zeros(N_SLOTS * n_actions)
     if len(actions) == 0 or (tau <= 0 and slot_tau <= 0):
-        return u.reshape(N_SLOTS, n_actions)
+        return u.reshape(N_SLOTS, n_actions), 0.0
     cell = (np.asarray(slots) % N_SLOTS) * n_actions + actions
     y = np.asarray(accepted, dtype=np.float64)
     o = np.asarray(offset, dtype=np.float64)
@@ -57,10 +68,21 @@ def fit_residual(
             grad = np.bincount(cell, y - p, size) - u / slot_tau**2
             hess = np.bincount(cell, p * (1 - p), size) + 1 / slot_tau**2
             u += np.clip(grad / hess, -MAX_STEP, MAX_STEP)
-    return r[None, :] + u.reshape(N_SLOTS, n_actions)
+    z = o + r[actions] + u[cell]
+    p = _sigmoid(z)
+    log_bf = _log_lik(y, z) - _log_lik(y, o)
+    if tau > 0:
+        curv = np.bincount(actions, p * (1 - p), n_actions)
+        log_bf -= float((r**2 / (2 * tau**2) + 0.5 * np.log1p(tau**2 * curv)).sum())
+    if slot_tau > 0:
+        curv = np.bincount(cell, p * (1 - p), N_SLOTS * n_actions)
+        log_bf -= float((u**2 / (2 * slot_tau**2) + 0.5 * np.log1p(slot_tau**2 * curv)).sum())
+    weight = float(_sigmoid(np.array(log_bf)))
+    return r[None, :] + u.reshape(N_SLOTS, n_actions), weight
 
 
-def corrected(p: np.ndarray, residual: np.ndarray) -> np.ndarray:
-    """P(accept) `p` (any shape) with a logit correction of the same shape added."""
+def corrected(p: np.ndarray, residual: np.ndarray, weight: float = 1.0) -> np.ndarray:
+    """P(accept) `p` (any shape) with a logit correction of the same shape added, averaged
+    with the uncorrected one by `weight` (P(a correction is needed))."""
     q = np.clip(p, 1e-6, 1 - 1e-6)
-    return _sigmoid(np.log(q / (1 - q)) + residual)
+    return weight * _sigmoid(np.log(q / (1 - q)) + residual) + (1 - weight) * p
