@@ -531,3 +531,26 @@ def test_a_band_or_a_train_line_is_no_age_category():
     for title in ("U2 concert", "U6 nach Kagran", "M1 Analysis lecture"):
         found = rules.match_title(title)
         assert found is None or found.action != "EXERCISE", (title, found)
+
+
+@pytest.mark.parametrize(
+    ("title", "action"),
+    [
+        ("Kwis", "SOCIALIZE"),
+        ("Lasergamen", "SOCIALIZE"),
+        ("Huwelijk Tom en Eva", "SOCIALIZE"),
+        ("Sportdag", "EXERCISE"),
+        ("Proefwerk aardrijkskunde", "LEARN"),
+        ("Muziekles", "LEARN"),
+        ("ALV", "ADMIN_WORK"),
+        ("Vesper", "MEDITATE"),
+        ("Dagboek schrijven", "MEDITATE"),
+        ("Breien", "ME_TIME"),
+        ("Koorrepetitie", "ME_TIME"),
+        ("Voetbal kijken", "BINGE_WATCH"),
+        ("Bundesliga schauen", "BINGE_WATCH"),
+    ],
+)
+def test_round_ten_everyday_dutch_from_the_rubric(title, action):
+    found = KeywordClassifier().match_title(title)
+    assert found is not None and found.action == action, (title, found)
