@@ -6,7 +6,8 @@ Histories come from a simulated person, so they have the real shape and length (
 pipeline passes at most 30 days = 120 answers). Two ways of asking: a fresh runner per
 call reads the whole history (as the CLI does), and one runner asked once per slot with
 one answer more each time (as `eval` and a long-running daemon do) reads only the new
-answer (bridge.runner.bundled.Evidence).
+answer (bridge.runner.bundled.Evidence). Last, the fresh-runner case with the per-person
+correction (bridge.runner.residual) off and on, alternating call by call.
 """
 
 from __future__ import annotations
@@ -60,6 +61,22 @@ def main() -> None:
         f"bundled over a {len(full)}-answer episode ({len(bundled.model.experts)} experts): "
         f"p50 {a:.2f} ms reading the whole history each call, {b:.2f} ms reading only the "
         f"new answer ({a / b:.1f}x)"
+    )
+    stored = (bundled.model.residual_tau, bundled.model.residual_slot_tau)
+    on = stored if any(stored) else (0.5, 0.5)
+    off_t, on_t = [], []
+    for _ in range(3):
+        for n in range(len(full)):
+            for tau, sink in (((0.0, 0.0), off_t), (on, on_t)):
+                start = time.perf_counter()
+                BundledRunner(residual_tau=tau[0], residual_slot_tau=tau[1]).recommend(
+                    obs, full[:n]
+                )
+                sink.append(time.perf_counter() - start)
+    c, d = np.median(off_t) * 1000, np.median(on_t) * 1000
+    print(
+        f"fresh runner over the episode, per-person correction off: p50 {c:.2f} ms; "
+        f"on (tau {on[0]}, slot tau {on[1]}): p50 {d:.2f} ms ({d / c:.2f}x)"
     )
 
 

@@ -426,3 +426,113 @@ def test_a_childs_school_play_stays_family_time():
     # "school play" is no keyword: the person's own child's play is family time (the model).
     answer = default_classifier().classify(EventInfo(title="Emma's school play"))
     assert answer.action == "FAMILY_TIME", answer
+
+
+@pytest.mark.parametrize(
+    ("title", "action"),
+    [
+        # Dutch and German write the activity as the last part of one compound word:
+        ("Stadsloop Tilburg (start 10:30)", "EXERCISE"),
+        ("Zevenheuvelenloop", "EXERCISE"),
+        ("Silvesterlauf Trier", "EXERCISE"),
+        ("Firmenlauf", "EXERCISE"),
+        ("Halbmarathon Hamburg", "EXERCISE"),
+        ("Zondagfietstocht", "EXERCISE"),
+        ("Familienradtour", "EXERCISE"),
+        ("Ledenvergadering", "ADMIN_WORK"),
+        ("Algemene ledenvergadering VVE", "ADMIN_WORK"),
+        ("Mitgliederversammlung", "ADMIN_WORK"),
+        ("Vorstandssitzung Förderverein", "ADMIN_WORK"),
+        ("Conseil municipal de Lille", "ADMIN_WORK"),
+        ("Gemeenteraad", "ADMIN_WORK"),
+        ("Zomerpicknick", "SOCIALIZE"),
+        ("Sommer-Picknick", "SOCIALIZE"),
+        ("Lampionnenoptocht", "SOCIALIZE"),
+        ("Openluchtfilm in het park", "BINGE_WATCH"),
+        ("Spielfilm", "BINGE_WATCH"),
+        ("Basteln mit Papier", "ME_TIME"),
+        # a named fun run is running though it names the family,
+        ("Family Run Utrecht", "EXERCISE"),
+        ("Charity run", "EXERCISE"),
+        # an egg hunt is done with the children, not the holiday it is held on,
+        ("Easter egg hunt", "FAMILY_TIME"),
+        ("Ostereiersuche im Garten", "FAMILY_TIME"),
+        # congresses, symposia and a society's numbered annual meeting are attended,
+        ("European Congress of Radiology", "LEARN"),
+        ("Kongress Pflege 2027", "LEARN"),
+        ("Spring Symposium", "LEARN"),
+        ("12th Annual Cardiology Meeting", "LEARN"),
+        ("Annual Scientific Meeting", "LEARN"),
+        ("Introductie studiejaar", "LEARN"),
+        ("Communicatieve vaardigheden", "LEARN"),
+        ("Python Essentials", "LEARN"),
+        # a deadline marker is no action whatever event it names,
+        ("Laatste dag inschrijven: Najaarscongres", "NOT_AN_ACTION"),
+        ("Last day to register: Spa weekend", "NOT_AN_ACTION"),
+        ("Anmeldeschluss Workshop", "NOT_AN_ACTION"),
+        ("Date limite : colloque", "NOT_AN_ACTION"),
+        # a youth team's age category leads its club's fixtures,
+        ("[U13] Tournoi de Colmar", "EXERCISE"),
+        ("[M11 comp] Journée 2", "EXERCISE"),
+        ("U15 - FC Wettolsheim", "EXERCISE"),
+        ("JO11-2 - VV Rijnsburg JO11-1", "EXERCISE"),
+        ("D-Junioren Hallenturnier", "EXERCISE"),
+        # and everyday Dutch words written from the rubric.
+        ("Kwis", "SOCIALIZE"),
+        ("Lasergamen", "SOCIALIZE"),
+        ("Huwelijk Tom en Eva", "SOCIALIZE"),
+        ("Sportdag", "EXERCISE"),
+        ("Proefwerk aardrijkskunde", "LEARN"),
+        ("Muziekles", "LEARN"),
+        ("ALV", "ADMIN_WORK"),
+        ("Vesper", "MEDITATE"),
+        ("Dagboek schrijven", "MEDITATE"),
+        ("Breien", "ME_TIME"),
+        ("Koorrepetitie", "ME_TIME"),
+        ("Voetbal kijken", "BINGE_WATCH"),
+        ("Bundesliga schauen", "BINGE_WATCH"),
+    ],
+)
+def test_round_ten_compounds_congresses_and_deadlines(title, action):
+    found = KeywordClassifier().match_title(title)
+    assert found is not None and found.action == action, (title, found)
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        # words that end like an activity but are something else
+        "Inloop spreekuur",  # a drop-in hour
+        "Verloop project",
+        "Kringloop",  # a second-hand shop
+        "Lebenslauf schreiben",  # a CV
+        "Tagesablauf",
+        "Prunksitzung",  # a carnival show, not a meeting
+        "Frischhaltefilm kaufen",  # cling film
+        "Filmmarathon",  # a film marathon is watching
+        "Annual general meeting",  # a meeting, not a conference
+        "Last day of school",
+    ],
+)
+def test_round_ten_look_alikes_are_not_taken_for_the_activity(title):
+    found = KeywordClassifier().match_title(title)
+    wrong = {
+        "Inloop spreekuur": "EXERCISE",
+        "Verloop project": "EXERCISE",
+        "Kringloop": "EXERCISE",
+        "Lebenslauf schreiben": "EXERCISE",
+        "Tagesablauf": "EXERCISE",
+        "Prunksitzung": "ADMIN_WORK",
+        "Frischhaltefilm kaufen": "BINGE_WATCH",
+        "Filmmarathon": "EXERCISE",
+        "Annual general meeting": "LEARN",
+        "Last day of school": "EXERCISE",
+    }[title]
+    assert found is None or found.action != wrong, (title, found)
+
+
+def test_a_band_or_a_train_line_is_no_age_category():
+    rules = KeywordClassifier()
+    for title in ("U2 concert", "U6 nach Kagran", "M1 Analysis lecture"):
+        found = rules.match_title(title)
+        assert found is None or found.action != "EXERCISE", (title, found)

@@ -82,3 +82,33 @@ def test_a_yes_sayer_is_explained_by_the_offset_not_only_by_the_profile():
     # the no-answers prior over offsets is centred: no one is assumed a yes-sayer
     prior = with_offset.joint_posterior([]).sum(0)
     assert np.allclose(prior, prior[::-1])
+
+
+def test_a_correction_is_kept_only_when_it_beats_none_by_the_margin(monkeypatch):
+    import bridge.sim.tempering as tempering
+
+    gains: dict[tuple[float, float], float] = {}
+
+    def fake(model, weight, families, people, seed, temper=1.0, residual=(0.0, 0.0)):
+        return 0.1, 0.5 + gains.get(residual, 0.0)
+
+    monkeypatch.setattr(tempering, "episode_scores", fake)
+    candidates = (tempering.NO_RESIDUAL, (0.5, 0.0), (1.0, 0.5))
+    inner = [("a.npz", "rhythm"), ("b.npz", "fatigue")]
+
+    def choose() -> tuple[float, float]:
+        trials: dict[str, float] = {}
+        return tempering._choose_residual(
+            "m.npz", inner, ("rhythm", "fatigue"), 0.2, 1.0, 4, 0, candidates, trials
+        )
+
+    gains[(1.0, 0.5)] = tempering.RESIDUAL_MARGIN / 2  # ahead, but within the margin
+    assert choose() == tempering.NO_RESIDUAL
+    gains[(1.0, 0.5)] = 2 * tempering.RESIDUAL_MARGIN
+    assert choose() == (1.0, 0.5)
+    # a single candidate is taken as is, without scoring anyone
+    trials: dict[str, float] = {}
+    only = tempering._choose_residual(
+        "m.npz", inner, ("rhythm",), 0.2, 1.0, 4, 0, ((0.5, 0.5),), trials
+    )
+    assert only == (0.5, 0.5) and trials == {}

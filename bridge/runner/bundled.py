@@ -32,6 +32,7 @@ from bridge.runner.features import (
     meters_of,
     profile_features,
 )
+from bridge.runner.residual import corrected, fit_residual
 from mappings.actions import ACTIONS, METERS
 
 GRID_POINTS = 9
@@ -105,6 +106,10 @@ class BundledModel:
         self.delta_weight = float(self.meta.get("delta_weight", DELTA_WEIGHT))
         self.expert_temper = float(self.meta.get("expert_temper", 1.0))
         self.meter_scales = tuple(float(w) for w in self.meta.get("meter_scales") or ())
+        # The per-person correction's prior sd (bridge.runner.residual), chosen at
+        # training time; an artifact without it gets none, as before.
+        self.residual_tau = float(self.meta.get("residual_tau", 0.0))
+        self.residual_slot_tau = float(self.meta.get("residual_slot_tau", 0.0))
 
     def accept_logits(
         self, actions: np.ndarray, ctx: np.ndarray, experts: np.ndarray | None = None
@@ -182,6 +187,11 @@ class Evidence:
         self.const = np.zeros(e)
         self.resid = np.zeros(e)  # -sum prec obs^2 / 2: the part of `const` a scale scales
         self.count = 0.0  # meter changes read
+        # every answer read, for the per-person correction (bridge.runner.residual)
+        self.acts = np.zeros(0, dtype=int)
+        self.slots = np.zeros(0, dtype=int)
+        self.y = np.zeros(0)
+        self.ctx = np.zeros((0, N_CTX))
 
     def update(self, history: list[dict[str, Any]]) -> None:
         items = [
@@ -214,6 +224,10 @@ class Evidence:
         acts = np.array([ACTIONS.index(h["action"]) for h in items])
         y = np.array([RESPONSE_VALUE[h["response"]] for h in items])
         ctx = np.array([item_context(h) for h in items])
+        self.acts = np.concatenate([self.acts, acts])
+        self.slots = np.concatenate([self.slots, [int(h["slot"]) % 4 for h in items]])
+        self.y = np.concatenate([self.y, y])
+        self.ctx = np.vstack([self.ctx, ctx])
         z = m.accept_logits(acts, ctx)  # (E, n, K)
         if self.bias is not None:
             z = z + self.bias[acts][None, :, None].astype(np.float32)
@@ -341,12 +355,17 @@ class BundledRunner:
         delta_weight: float | None = None,
         offsets: tuple[float, ...] | None = None,
         expert_temper: float | None = None,
+        residual_tau: float | None = None,
+        residual_slot_tau: float | None = None,
     ) -> None:
         self.model = load_model(model)
         self.offsets = OFFSETS if offsets is None else offsets
         # None: the model's own tempering; a value: only for choosing one at training time
         self.delta_weight = self.model.delta_weight if delta_weight is None else delta_weight
         self.expert_temper = self.model.expert_temper if expert_temper is None else expert_temper
+        self.tau = self.model.residual_tau if residual_tau is None else residual_tau
+        slot_tau = residual_slot_tau
+        self.slot_tau = self.model.residual_slot_tau if slot_tau is None else slot_tau
         self.calendar = calendar  # False: ignore how booked a slot is (for comparison)
         self.version = self.model.version
         self.probe, self.probe_horizon, self.guard = probe, probe_horizon, guard
@@ -431,6 +450,11 @@ class BundledRunner:
         spread = np.einsum("e,eam->am", w_e, spread_e + (mean_e - mean_delta) ** 2)
         sd2 = np.einsum("e,eam->am", w_e, m.delta_sd[live] ** 2)
         gain = gain + expected * 0.5 * np.log1p(spread / sd2).sum(1) * self.delta_weight
+        if self.tau > 0 or self.slot_tau > 0:
+            # Information gain stays the population model's: the correction changes what
+            # the person is expected to accept, not what an answer teaches about them.
+            residual, needed = self._residual(live, full, g_mean, g_cov)
+            expected = corrected(expected, residual[slot], needed)
         known = np.array([observation.get(k) is not None for k in METERS])
         # How far each action is expected to leave a known meter below SAFE: steep enough
         # that when a meter is already low, what lifts it beats what pleases.
@@ -453,6 +477,31 @@ class BundledRunner:
                 "belief_sd": [round(float(x), 3) for x in sd],
             },
         )
+
+    def _residual(
+        self, live: np.ndarray, full: np.ndarray, g_mean: np.ndarray, g_cov: np.ndarray
+    ) -> tuple[np.ndarray, float]:
+        """(4, A) logit corrections for this person and P(they need one)
+        (bridge.runner.residual), with every answered item's posterior-predictive logit
+        under the population model as offset."""
+        ev, m = self.evidence, self.model
+        if len(ev.acts) == 0:
+            return np.zeros((4, len(ACTIONS))), 0.0
+        w_e = full.sum((1, 2))
+        off = np.asarray(self.offsets, dtype=np.float64)
+        b_e = full.sum(1) / w_e[:, None]  # (E, B): the yes-saying offset per expert
+        b_mean = b_e @ off
+        b_var = np.maximum(b_e @ off**2 - b_mean**2, 0.0)
+        wi = np.einsum("nc,encp->enp", ev.ctx, m.accept_w[live][:, ev.acts])  # (E, n, P)
+        mean_e = np.einsum("enp,ep->en", wi, g_mean) + b_mean[:, None]
+        var_e = np.einsum("enp,epq,enq->en", wi, g_cov, wi) + b_var[:, None]
+        mean = w_e @ mean_e
+        var = w_e @ (var_e + (mean_e - mean) ** 2)
+        if self.bias is not None:
+            mean = mean + self.bias[ev.acts]
+        # the logit of the posterior-predictive P(accept) (probit approximation)
+        offset = mean / np.sqrt(1.0 + np.pi * var / 8.0)
+        return fit_residual(ev.acts, ev.slots, ev.y, offset, len(ACTIONS), self.tau, self.slot_tau)
 
 
 # Which answers speak to which axis, and what a low value is called.

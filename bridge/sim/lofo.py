@@ -57,6 +57,10 @@ def lofo(
                     # chosen without the held-out family (bridge.sim.tempering)
                     "delta_weight": rep.meta.get("delta_weight"),
                     "delta_weight_trials": rep.meta.get("delta_weight_trials"),
+                    "expert_temper": rep.meta.get("expert_temper"),
+                    "residual_tau": rep.meta.get("residual_tau"),
+                    "residual_slot_tau": rep.meta.get("residual_slot_tau"),
+                    "residual_trials": rep.meta.get("residual_trials"),
                 },
                 "linear_ts_params": asdict(params),
                 "linear_ts_tuning": trials,

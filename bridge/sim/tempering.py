@@ -31,10 +31,60 @@ DELTA_WEIGHTS = (0.2, 0.35, 0.5)
 # family's own people are read best untempered. Chosen for the chosen weight on both
 # (choose_delta_weight).
 EXPERT_TEMPERS = (1.0, 0.3, 0.1, 0.03)
+# The per-person correction of the acceptance model (bridge.runner.residual): (tau,
+# slot_tau), the prior sd of a logit residual per action and per slot and action; (0, 0)
+# is none, the runner as before. Chosen on acceptance, as that is what it is for.
+NO_RESIDUAL = (0.0, 0.0)
+# What issue 22 offered at training time. Measured (README, "Reading it honestly"): only a
+# fold holding out `habits` chose one, its held-out gain was within noise and the shipped
+# model chose none, so training offers none (RESIDUALS) and skips the search's cost; pass
+# RESIDUAL_GRID to choose_delta_weight to search again.
+RESIDUAL_GRID = (NO_RESIDUAL, (0.5, 0.0), (1.0, 0.0), (0.5, 0.5))
+RESIDUALS = (NO_RESIDUAL,)
+RESIDUAL_MARGIN = 0.005  # acceptance 9-28 a correction must gain over none to be kept
 TUNE_PEOPLE = 16  # per family
 INNER_TRAIN_PEOPLE = 300  # people per inner model (at most): enough to rank the weights
 TUNE_AFTER = 28  # the belief error the LOFO targets name is the one after 28 answers
 TUNE_SEED_OFFSET = 517  # a seed no `eval` run in the README uses: other people, same split
+
+
+def episode_scores(
+    model: str,
+    weight: float,
+    families: tuple[str, ...],
+    people: int,
+    seed: int,
+    temper: float = 1.0,
+    residual: tuple[float, float] = (0.0, 0.0),
+) -> tuple[float, float]:
+    """(mean |belief - truth| after TUNE_AFTER answers, acceptance over interactions
+    9-28) over every family's first `people` held-in people; `residual` is the
+    per-person correction's (tau, slot_tau) (bridge.runner.residual)."""
+    from bridge.runner.bundled import BundledRunner
+    from bridge.sim.episode import run_episode
+    from bridge.sim.evaluate import _family
+
+    errors, accepted = [], []
+    for name in families:
+        fam = _family(name, calendars=False)
+        for i in range(people):
+            person = fam.person("in", i, (seed + TUNE_SEED_OFFSET) % 1000)
+            runner = BundledRunner(
+                model,
+                delta_weight=weight,
+                expert_temper=temper,
+                residual_tau=residual[0],
+                residual_slot_tau=residual[1],
+            )
+            ep = run_episode(runner, person, TUNE_AFTER + 1)
+            accepted.extend(ep.accepted[8:TUNE_AFTER])
+            late = len(ep.beliefs) <= TUNE_AFTER  # as bridge.sim.evaluate.summarize reads it
+            belief = ep.final_belief if late else ep.beliefs[TUNE_AFTER]
+            truth = ep.final_truth if late else ep.truths[TUNE_AFTER]
+            if belief is not None:
+                errors.append(np.abs(np.array(belief) - np.array(truth)).mean())
+    mae = float(np.mean(errors)) if errors else float("nan")
+    return mae, float(np.mean(accepted)) if accepted else float("nan")
 
 
 def belief_mae(
@@ -46,23 +96,7 @@ def belief_mae(
     temper: float = 1.0,
 ) -> float:
     """Mean |belief - truth| after TUNE_AFTER answers over every family's first `people`."""
-    from bridge.runner.bundled import BundledRunner
-    from bridge.sim.episode import run_episode
-    from bridge.sim.evaluate import _family
-
-    errors = []
-    for name in families:
-        fam = _family(name, calendars=False)
-        for i in range(people):
-            person = fam.person("in", i, (seed + TUNE_SEED_OFFSET) % 1000)
-            runner = BundledRunner(model, delta_weight=weight, expert_temper=temper)
-            ep = run_episode(runner, person, TUNE_AFTER + 1)
-            late = len(ep.beliefs) <= TUNE_AFTER  # as bridge.sim.evaluate.summarize reads it
-            belief = ep.final_belief if late else ep.beliefs[TUNE_AFTER]
-            truth = ep.final_truth if late else ep.truths[TUNE_AFTER]
-            if belief is not None:
-                errors.append(np.abs(np.array(belief) - np.array(truth)).mean())
-    return float(np.mean(errors)) if errors else float("nan")
+    return episode_scores(model, weight, families, people, seed, temper)[0]
 
 
 def _key(weight: float, temper: float) -> str:
@@ -77,16 +111,21 @@ def choose_delta_weight(
     weights: tuple[float, ...] = DELTA_WEIGHTS,
     retrain: Callable[[Path, tuple[str, ...]], object] | None = None,
     tempers: tuple[float, ...] = (1.0,),
-) -> tuple[float, float, dict[str, float]]:
+    residuals: tuple[tuple[float, float], ...] = (NO_RESIDUAL,),
+) -> tuple[float, float, tuple[float, float], dict[str, float]]:
     """The meter weight with the lowest belief error on left-out training families (expert
     evidence untempered, as before version 4); then the expert temper for that weight
     with the lowest mean of that error and the full model's on its own families' held-in
     people: tempering helps someone of no training family and costs the training
     families' own people (`rhythm` in, 100 people: MAE@28 0.063 untempered, 0.103 at a
-    temper of 0.03 chosen on transfer alone), and the model must do both.
+    temper of 0.03 chosen on transfer alone), and the model must do both. Then, for that
+    weight and temper, the per-person correction (tau, slot_tau) with the highest mean
+    acceptance over interactions 9-28 on both, by the same rule; none unless one beats
+    none by more than RESIDUAL_MARGIN (it costs time on every recommendation).
 
-    Returns (weight, temper, trials); trials are keyed "weight" (temper 1) or
-    "weight@temper", left-out errors, plus "held_in@temper" for the chosen weight.
+    Returns (weight, temper, (tau, slot_tau), trials); trials are keyed "weight"
+    (temper 1) or "weight@temper", left-out errors, plus "held_in@temper" for the chosen
+    weight, and "accept@tau/slot_tau" / "held_in_accept@tau/slot_tau" for the correction.
     `retrain(path, families)` writes an untempered model of `families` to `path` (the
     trainer passes itself: bridge.sim.train imports this module, not the other way).
     `model` (trained on all `families`) is scored alone when there is one family or no
@@ -96,24 +135,65 @@ def choose_delta_weight(
         trials = {_key(w, 1.0): belief_mae(model, w, families, people, seed) for w in weights}
         trials = {k: round(v, 4) for k, v in trials.items()}
         best = min(weights, key=lambda w: trials[_key(w, 1.0)])
-        return best, 1.0, trials
+        residual = _choose_residual(model, [], families, best, 1.0, people, seed, residuals, trials)
+        return best, 1.0, residual, trials
     pairs = [(w, t) for t in tempers for w in weights]
     sums = {_key(w, t): 0.0 for w, t in pairs}
     with tempfile.TemporaryDirectory(prefix="rb-temper-") as tmp:
+        inner = []
         for left in families:
             rest = tuple(f for f in families if f != left)
             path = Path(tmp) / f"without-{left}.npz"
             retrain(path, rest)
+            inner.append((str(path), left))
             for w, t in pairs:
                 sums[_key(w, t)] += belief_mae(str(path), w, (left,), people, seed, t)
-    trials = {k: round(v / len(families), 4) for k, v in sums.items()}
-    weight = min(weights, key=lambda w: trials[_key(w, 1.0)])
-    if len(tempers) < 2:
-        return weight, 1.0, trials
+        trials = {k: round(v / len(families), 4) for k, v in sums.items()}
+        weight = min(weights, key=lambda w: trials[_key(w, 1.0)])
+        temper = 1.0
+        if len(tempers) > 1:
+            scores = {}
+            for t in tempers:
+                held_in = round(belief_mae(model, weight, families, people, seed, t), 4)
+                trials[f"held_in@{t}"] = held_in
+                scores[t] = (trials[_key(weight, t)] + held_in) / 2
+            temper = min(tempers, key=lambda t: scores[t])
+        residual = _choose_residual(
+            model, inner, families, weight, temper, people, seed, residuals, trials
+        )
+    return weight, temper, residual, trials
+
+
+def _choose_residual(
+    model: str,
+    inner: list[tuple[str, str]],
+    families: tuple[str, ...],
+    weight: float,
+    temper: float,
+    people: int,
+    seed: int,
+    residuals: tuple[tuple[float, float], ...],
+    trials: dict[str, float],
+) -> tuple[float, float]:
+    """The (tau, slot_tau) with the best mean acceptance 9-28 on the left-out training
+    families (each read by its inner model) and the full model's held-in people; trials
+    gain the figures. A single candidate is taken without scoring."""
+    if len(residuals) < 2:
+        return residuals[0]
     scores = {}
-    for t in tempers:
-        held_in = round(belief_mae(model, weight, families, people, seed, t), 4)
-        trials[f"held_in@{t}"] = held_in
-        scores[t] = (trials[_key(weight, t)] + held_in) / 2
-    temper = min(tempers, key=lambda t: scores[t])
-    return weight, temper, trials
+    for res in residuals:
+        key = f"{res[0]}/{res[1]}"
+        parts = []
+        if inner:
+            left = [episode_scores(p, weight, (f,), people, seed, temper, res)[1] for p, f in inner]
+            trials[f"accept@{key}"] = round(float(np.mean(left)), 4)
+            parts.append(trials[f"accept@{key}"])
+        held = episode_scores(model, weight, families, people, seed, temper, res)[1]
+        trials[f"held_in_accept@{key}"] = round(held, 4)
+        parts.append(trials[f"held_in_accept@{key}"])
+        scores[res] = float(np.mean(parts))
+    best = max(residuals, key=lambda r: scores[r])
+    base = scores.get(NO_RESIDUAL)
+    if base is not None and scores[best] < base + RESIDUAL_MARGIN:
+        return NO_RESIDUAL
+    return best

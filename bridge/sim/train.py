@@ -34,6 +34,7 @@ from bridge.sim.population import SPLIT_SEEDS
 from bridge.sim.tempering import (
     EXPERT_TEMPERS,
     INNER_TRAIN_PEOPLE,
+    RESIDUALS,
     TUNE_PEOPLE,
     choose_delta_weight,
 )
@@ -279,16 +280,24 @@ def train(
 
         # With two families each inner model has one expert: nothing to temper between.
         tempers = EXPERT_TEMPERS if len(families) > 2 else (1.0,)
-        weight, temper, trials = choose_delta_weight(
-            str(tmp), tuple(families), seed, temper_people, retrain=retrain, tempers=tempers
+        weight, temper, residual, trials = choose_delta_weight(
+            str(tmp),
+            tuple(families),
+            seed,
+            temper_people,
+            retrain=retrain,
+            tempers=tempers,
+            residuals=RESIDUALS,
         )
         meta["delta_weight"] = weight
         meta["expert_temper"] = temper
+        meta["residual_tau"], meta["residual_slot_tau"] = residual
         meta["delta_weight_trials"] = {
             "people_per_family": temper_people,
             "left_out_families": len(families) > 1,
-            "mae_28": trials,
+            "mae_28": {k: v for k, v in trials.items() if "accept" not in k},
         }
+        meta["residual_trials"] = {k: v for k, v in trials.items() if "accept" in k}
         _write(tmp, meta, arrays)
     tmp.replace(out)
     return TrainReport(
