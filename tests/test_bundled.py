@@ -62,7 +62,7 @@ def test_bundled_returns_action_belief_and_one_line_rationale():
     assert (
         rec.action in ACTIONS
         and rec.runner == "bundled"
-        and rec.runner_version.startswith("4-seed")
+        and rec.runner_version.startswith("5-seed")
     )
     assert len(rec.belief) == 3 and all(0 <= b <= 1 for b in rec.belief)
     assert "\n" not in rec.rationale and "no answers yet" in rec.rationale
@@ -364,3 +364,34 @@ def test_meter_changes_are_read_at_the_scale_that_fits_the_person(two_experts, t
     # without meter changes there is nothing to scale: the answers alone decide
     bare = [{**h, "meter_deltas": {}} for h in clean]
     np.testing.assert_allclose(posterior(scaled, bare), posterior(fixed, bare, 0.5), atol=1e-9)
+
+
+def test_leaving_out_ruled_out_profiles_changes_no_choice(monkeypatch):
+    """The runner chooses over the profiles the answers leave in play (PRUNE): the same
+    actions and, to float32 precision, the same P(accept) as over all 729."""
+    import bridge.runner.bundled as bundled
+    from bridge.sim.episode import run_episode
+    from bridge.sim.evaluate import _family
+
+    person = _family("rhythm", calendars=False).person("in", 3, 0)
+    history = run_episode(bundled.BundledRunner(), person, 60).history()
+
+    def choices(prune):
+        monkeypatch.setattr(bundled, "PRUNE", prune)
+        runner = bundled.BundledRunner()
+        out = []
+        for n in (0, 5, 20, 60):
+            obs = {"slot": n % 4, **dict.fromkeys(METERS, 0.5)}
+            rec = runner.recommend(obs, history[:n])
+            out.append((rec.action, rec.extra["expected_accept"], rec.belief))
+        return out
+
+    default = bundled.PRUNE
+    every, pruned = choices(0.0), choices(default)
+    assert [c[0] for c in every] == [c[0] for c in pruned]
+    assert [c[2] for c in every] == [c[2] for c in pruned]  # the belief reads every profile
+    np.testing.assert_allclose([c[1] for c in every], [c[1] for c in pruned], atol=1e-5)
+    # and it does leave profiles out once there are answers
+    runner = bundled.BundledRunner()
+    post = runner.posterior(history)
+    assert (post < default * post.max()).sum() > 100

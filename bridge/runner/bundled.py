@@ -58,6 +58,7 @@ PROBE = 0.6  # weight of information gain over expected acceptance at the first 
 PROBE_HORIZON = 16  # ... falling to zero over this many answers
 AXES = ("S", "M", "W")
 DROP = 1e-4  # experts below this share of the most likely one's weight are left out
+PRUNE = 1e-6  # profiles below this share of the most likely one's are left out of a choice
 
 
 def default_model_path() -> Path:
@@ -112,12 +113,17 @@ class BundledModel:
         self.residual_slot_tau = float(self.meta.get("residual_slot_tau", 0.0))
 
     def accept_logits(
-        self, actions: np.ndarray, ctx: np.ndarray, experts: np.ndarray | None = None
+        self,
+        actions: np.ndarray,
+        ctx: np.ndarray,
+        experts: np.ndarray | None = None,
+        profiles: np.ndarray | None = None,
     ) -> np.ndarray:
         """(n,) actions in (n, ctx) contexts -> (E, n, K) logits per expert and profile."""
         aw = self.accept_w if experts is None else self.accept_w[experts]
+        g32 = self.g32 if profiles is None else self.g32[profiles]
         w = np.einsum("nc,encp->enp", ctx, aw[:, actions])  # (E, n, prof)
-        return w.astype(np.float32) @ self.g32.T
+        return w.astype(np.float32) @ g32.T
 
     def log_joint_experts(
         self,
@@ -419,12 +425,21 @@ class BundledRunner:
         # The posterior sd per axis: how sure the belief is (the page says "not sure yet"
         # above bridge.web.views.UNSURE_SD).
         sd = np.sqrt(np.maximum(post @ m.grid**2 - belief**2, 0.0))
+        # Choosing needs only the profiles the answers have not all but ruled out: with
+        # tempered experts every expert stays in play, and this keeps a choice within the
+        # latency budget (the mass left out is below 729 x PRUNE of the likeliest's).
+        keep = np.flatnonzero(post >= PRUNE * post.max())
+        full = full[:, keep] / full[:, keep].sum()
+        g = m.g[keep]
         slot, meters = int(observation.get("slot", 0)) % 4, meters_of(observation)
         every = np.arange(len(ACTIONS))
         busy = booked(observation.get("free_minutes")) if self.calendar else 0.0
         scheduled = observation.get("active_event") if self.calendar else None
         z = m.accept_logits(
-            every, np.array([context(slot, meters, busy, a == scheduled) for a in ACTIONS]), live
+            every,
+            np.array([context(slot, meters, busy, a == scheduled) for a in ACTIONS]),
+            live,
+            keep,
         )  # (E, A, K)
         if self.bias is not None:
             z = z + self.bias[None, :, None]
@@ -439,10 +454,8 @@ class BundledRunner:
         # each expert's posterior mean and covariance of g (a mixture over experts).
         w_e = full.sum((1, 2))  # (E,)
         post_e = full.sum(2) / w_e[:, None]  # (E, K), each sums to 1
-        g_mean = post_e @ m.g  # (E, prof)
-        g_cov = np.einsum("ek,kp,kq->epq", post_e, m.g, m.g) - np.einsum(
-            "ep,eq->epq", g_mean, g_mean
-        )
+        g_mean = post_e @ g  # (E, prof)
+        g_cov = np.einsum("ek,kp,kq->epq", post_e, g, g) - np.einsum("ep,eq->epq", g_mean, g_mean)
         wd = np.einsum("d,eadpm->eamp", delta_context(slot), m.delta_w[live])  # (E, A, M, P)
         mean_e = np.einsum("eamp,ep->eam", wd, g_mean)
         mean_delta = np.einsum("e,eam->am", w_e, mean_e)
