@@ -43,12 +43,12 @@ GUARD = 10.0  # score lost per unit a meter is expected to end below SAFE
 # Tempers the meter-change evidence (real meters are noisier than sim). A model trained
 # since issue 22 carries its own value in meta["delta_weight"], chosen at training time on
 # the training families' held-in people; this is the value for older artifacts.
-DELTA_WEIGHT = 0.5
 # Since model version 5 the weight is not one number for everyone: each person's meter
 # changes are read as N(mean, sd^2 / w) with w unknown among meta["meter_scales"], a
 # proper density, and w integrated out per person. Someone an expert fits is read at its
 # sharp scale (a training family's own people, as a single-family model reads them) and
 # anyone else at the broad one (what transfer to an unknown family needs). Issue 20.
+DELTA_WEIGHT = 0.5
 # People differ in how often they say yes at all: a per-person logit offset on every
 # acceptance, integrated out over this grid under a N(0, OFFSET_SD) prior, so a yes-sayer
 # is not mistaken for a profile. (0,) turns it off.
@@ -193,11 +193,6 @@ class Evidence:
         self.const = np.zeros(e)
         self.resid = np.zeros(e)  # -sum prec obs^2 / 2: the part of `const` a scale scales
         self.count = 0.0  # meter changes read
-        # every answer read, for the per-person correction (bridge.runner.residual)
-        self.acts = np.zeros(0, dtype=int)
-        self.slots = np.zeros(0, dtype=int)
-        self.y = np.zeros(0)
-        self.ctx = np.zeros((0, N_CTX))
 
     def update(self, history: list[dict[str, Any]]) -> None:
         items = [
@@ -230,10 +225,6 @@ class Evidence:
         acts = np.array([ACTIONS.index(h["action"]) for h in items])
         y = np.array([RESPONSE_VALUE[h["response"]] for h in items])
         ctx = np.array([item_context(h) for h in items])
-        self.acts = np.concatenate([self.acts, acts])
-        self.slots = np.concatenate([self.slots, [int(h["slot"]) % 4 for h in items]])
-        self.y = np.concatenate([self.y, y])
-        self.ctx = np.vstack([self.ctx, ctx])
         z = m.accept_logits(acts, ctx)  # (E, n, K)
         if self.bias is not None:
             z = z + self.bias[acts][None, :, None].astype(np.float32)
@@ -429,7 +420,8 @@ class BundledRunner:
         # tempered experts every expert stays in play, and this keeps a choice within the
         # latency budget (the mass left out is below 729 x PRUNE of the likeliest's).
         keep = np.flatnonzero(post >= PRUNE * post.max())
-        full = full[:, keep] / full[:, keep].sum()
+        full = full[:, keep]
+        full /= full.sum()
         g = m.g[keep]
         slot, meters = int(observation.get("slot", 0)) % 4, meters_of(observation)
         every = np.arange(len(ACTIONS))
@@ -497,24 +489,28 @@ class BundledRunner:
         """(4, A) logit corrections for this person and P(they need one)
         (bridge.runner.residual), with every answered item's posterior-predictive logit
         under the population model as offset."""
-        ev, m = self.evidence, self.model
-        if len(ev.acts) == 0:
+        m, items = self.model, self.evidence.items  # the answers read, as the evidence read them
+        if not items:
             return np.zeros((4, len(ACTIONS))), 0.0
+        acts = np.array([ACTIONS.index(h["action"]) for h in items])
+        ctx = np.array([item_context(h) for h in items])
         w_e = full.sum((1, 2))
         off = np.asarray(self.offsets, dtype=np.float64)
         b_e = full.sum(1) / w_e[:, None]  # (E, B): the yes-saying offset per expert
         b_mean = b_e @ off
         b_var = np.maximum(b_e @ off**2 - b_mean**2, 0.0)
-        wi = np.einsum("nc,encp->enp", ev.ctx, m.accept_w[live][:, ev.acts])  # (E, n, P)
+        wi = np.einsum("nc,encp->enp", ctx, m.accept_w[live][:, acts])  # (E, n, P)
         mean_e = np.einsum("enp,ep->en", wi, g_mean) + b_mean[:, None]
         var_e = np.einsum("enp,epq,enq->en", wi, g_cov, wi) + b_var[:, None]
         mean = w_e @ mean_e
         var = w_e @ (var_e + (mean_e - mean) ** 2)
         if self.bias is not None:
-            mean = mean + self.bias[ev.acts]
+            mean = mean + self.bias[acts]
         # the logit of the posterior-predictive P(accept) (probit approximation)
         offset = mean / np.sqrt(1.0 + np.pi * var / 8.0)
-        return fit_residual(ev.acts, ev.slots, ev.y, offset, len(ACTIONS), self.tau, self.slot_tau)
+        slots = np.array([int(h["slot"]) % 4 for h in items])
+        y = np.array([RESPONSE_VALUE[h["response"]] for h in items])
+        return fit_residual(acts, slots, y, offset, len(ACTIONS), self.tau, self.slot_tau)
 
 
 # Which answers speak to which axis, and what a low value is called.
