@@ -2,12 +2,14 @@
 language and per action, and how often it abstains.
 
     .venv/bin/python benchmarks/classifier_real.py [--set eval|dev] [--errors] [--title-only]
+        [--source NAME ...]
 
 The sets are in benchmarks/data/real_calendars (SOURCES.md: where each title comes from;
 RUBRIC.md: how they were labelled). `eval` is the held-out evaluation set; tune against
 `dev` only (`--errors` lists its mistakes). Scoring counts UNCLASSIFIED and NOT_AN_ACTION
 as the same answer, "no action", as the person sees no suggestion either way.
 `--title-only` hides every feature but the title, to show what the features add.
+`--source` scores only the named sources (the `source` column), e.g. one round's new ones.
 """
 
 from __future__ import annotations
@@ -70,9 +72,15 @@ def main() -> None:
     parser.add_argument("--set", choices=("eval", "dev"), default="eval")
     parser.add_argument("--errors", action="store_true", help="list the wrong answers")
     parser.add_argument("--title-only", action="store_true", help="ignore all but the title")
+    parser.add_argument("--source", nargs="+", help="score only these sources")
     args = parser.parse_args()
 
     items = read_set(DATA / f"{args.set}.tsv")
+    if args.source:
+        unknown = set(args.source) - {x.source for x in items}
+        if unknown:
+            raise SystemExit(f"--source: no such source in {args.set}.tsv: {', '.join(sorted(unknown))}")
+        items = [x for x in items if x.source in args.source]
     events = [EventInfo(title=x.event.title) if args.title_only else x.event for x in items]
     clf = default_classifier()
     start = time.perf_counter()
