@@ -79,7 +79,8 @@ def main() -> None:
     if args.source:
         unknown = set(args.source) - {x.source for x in items}
         if unknown:
-            raise SystemExit(f"--source: no such source in {args.set}.tsv: {', '.join(sorted(unknown))}")
+            names = ", ".join(sorted(unknown))
+            parser.error(f"--source: no such source in {args.set}.tsv: {names}")
         items = [x for x in items if x.source in args.source]
     events = [EventInfo(title=x.event.title) if args.title_only else x.event for x in items]
     clf = default_classifier()

@@ -536,3 +536,73 @@ def test_a_band_or_a_train_line_is_no_age_category():
     for title in ("U2 concert", "U6 nach Kagran", "M1 Analysis lecture"):
         found = rules.match_title(title)
         assert found is None or found.action != "EXERCISE", (title, found)
+
+
+@pytest.mark.parametrize(
+    ("title", "action"),
+    [
+        # course codes with a campus and term suffix, and a course behind an organiser's name,
+        ("MAT137Y1", "LEARN"),
+        ("PSY201H1F midterm", "LEARN"),
+        ("Code Academy: Intro to Python", "LEARN"),
+        ("Beginner Spanish", "LEARN"),
+        ("Conversational French for travellers", "LEARN"),
+        ("Dissertation presentation", "LEARN"),
+        # deadlines and markers, whatever they name,
+        ("Stats exam due", "NOT_AN_ACTION"),
+        ("Chapter 2 draft due", "NOT_AN_ACTION"),
+        ("Last day to withdraw from classes", "NOT_AN_ACTION"),
+        ("Week 3 slides available", "NOT_AN_ACTION"),
+        ("Lab results available!", "NOT_AN_ACTION"),
+        ("Out of town", "NOT_AN_ACTION"),
+        # a gathering held for an anniversary, a club's dinner,
+        ("25th anniversary party", "SOCIALIZE"),
+        ("Alumni anniversary picnic", "SOCIALIZE"),
+        ("Club annual dinner", "SOCIALIZE"),
+        # appointments, a general meeting and a scheduler's meeting of two,
+        ("Dentist apt", "ADMIN_WORK"),
+        ("Apt w/ Dr. Lee", "ADMIN_WORK"),
+        ("AGM", "ADMIN_WORK"),
+        ("Extraordinary general meeting", "ADMIN_WORK"),
+        ("Maria <> Tom", "ADMIN_WORK"),
+        ("Intro call: Acme <=> Jo", "ADMIN_WORK"),
+        # a running club's races,
+        ("County road relays", "EXERCISE"),
+        ("XC league round 2", "EXERCISE"),
+        ("Saturday parkrun", "EXERCISE"),
+        ("Club 10 mile race", "EXERCISE"),
+        ("Hill 5km", "EXERCISE"),
+        ("Three miles with the club", "EXERCISE"),
+        # and a TV guide's bulletins and kinds of programme.
+        ("BBC News at Ten", "BINGE_WATCH"),
+        ("Evening News", "BINGE_WATCH"),
+        ("Channel 4 News", "BINGE_WATCH"),
+        ("Weather", "BINGE_WATCH"),
+        ("Quiz show night", "BINGE_WATCH"),
+        ("Sitcom rerun", "BINGE_WATCH"),
+        ("Match highlights", "BINGE_WATCH"),
+    ],
+)
+def test_round_eleven_calcurse_tv_guide_and_running_club_classes(title, action):
+    found = KeywordClassifier().match_title(title)
+    assert found is not None and found.action == action, (title, found)
+
+
+@pytest.mark.parametrize(
+    ("title", "wrong"),
+    [
+        ("Available for interviews", NOT_AN_ACTION),  # a block of time, not a marker
+        ("Apt 4B housewarming", "ADMIN_WORK"),  # a flat, not an appointment
+        ("Drive 10 miles to the airport", "EXERCISE"),  # a distance, not a race
+        ("$5k budget review", "EXERCISE"),
+        ("F1 race", "EXERCISE"),  # motor racing on screen is watching
+        ("NASCAR race", "EXERCISE"),
+        ("Good news", "BINGE_WATCH"),
+        ("Team news meeting", "BINGE_WATCH"),  # a meeting about news
+        ("Newsletter", "BINGE_WATCH"),
+        ("Room 101", NOT_AN_ACTION),
+    ],
+)
+def test_round_eleven_look_alikes_are_not_taken_for_the_activity(title, wrong):
+    found = KeywordClassifier().match_title(title)
+    assert found is None or found.action != wrong, (title, found)
