@@ -573,6 +573,8 @@ def test_a_band_or_a_train_line_is_no_age_category():
         ("Club 10 mile race", "EXERCISE"),
         ("Hill 5km", "EXERCISE"),
         ("Three miles with the club", "EXERCISE"),
+        ("Track meet", "EXERCISE"),
+        ("Little League game", "EXERCISE"),
         # and a TV guide's bulletins and kinds of programme.
         ("BBC News at Ten", "BINGE_WATCH"),
         ("Evening News", "BINGE_WATCH"),
