@@ -47,8 +47,9 @@ def test_artifact_is_small_npz_without_pickled_objects():
         meta = json.loads(str(data["meta"]))
     assert meta["split"] == "train" and isinstance(meta["seed"], int)
     # version 4: one expert per training family and the pooled model, on a leading axis;
-    # 5: meter changes read at a per-person scale
-    assert meta["model_version"] == "5" and meta["meter_scales"] == [0.5, 0.2]
+    # 5: meter changes read at a per-person scale; 6: with a per-person effect offset
+    assert meta["model_version"] == "6" and meta["meter_scales"] == [0.5, 0.2]
+    assert meta["effect_offset_sds"] == [0.02]
     assert meta["experts"] == [*meta["families"], "pooled"]
     with np.load(path, allow_pickle=False) as data:
         assert {data[k].shape[0] for k in ("accept_w", "delta_w", "delta_sd")} == {
@@ -62,7 +63,7 @@ def test_bundled_returns_action_belief_and_one_line_rationale():
     assert (
         rec.action in ACTIONS
         and rec.runner == "bundled"
-        and rec.runner_version.startswith("5-seed")
+        and rec.runner_version.startswith("6-seed")
     )
     assert len(rec.belief) == 3 and all(0 <= b <= 1 for b in rec.belief)
     assert "\n" not in rec.rationale and "no answers yet" in rec.rationale
@@ -155,7 +156,7 @@ def test_a_v3_artifact_without_an_expert_axis_loads_as_one_expert(two_experts, t
     with np.load(two_experts, allow_pickle=False) as data:
         arrays = {k: np.asarray(data[k]) for k in data.files}
     meta = json.loads(str(arrays["meta"]))
-    assert meta["model_version"] == "5" and meta["experts"] == ["rhythm", "fatigue"]
+    assert meta["model_version"] == "6" and meta["experts"] == ["rhythm", "fatigue"]
     assert arrays["accept_w"].shape[0] == 2
     old_meta = {k: v for k, v in meta.items() if k != "experts"} | {"model_version": "3"}
     v3, v4 = tmp_path / "v3.npz", tmp_path / "v4-one.npz"
@@ -333,7 +334,8 @@ def test_meter_changes_are_read_at_the_scale_that_fits_the_person(two_experts, t
     integrated out per person, not fixed for everyone (issue 20)."""
     from bridge.runner.bundled import load_model
 
-    scaled = load_model(two_experts)
+    # the scales alone (version 5): no per-person effect offsets
+    scaled = load_model(_with_meta(two_experts, tmp_path / "scaled.npz", effect_offset_sds=[]))
     assert scaled.meter_scales == (0.5, 0.2)
     fixed = load_model(_with_meta(two_experts, tmp_path / "fixed.npz", meter_scales=[]))
     assert fixed.meter_scales == ()
@@ -395,3 +397,72 @@ def test_leaving_out_ruled_out_profiles_changes_no_choice(monkeypatch):
     runner = bundled.BundledRunner()
     post = runner.posterior(history)
     assert (post < default * post.max()).sum() > 100
+
+
+def _log_normal(x: np.ndarray, var: float) -> np.ndarray:
+    return -0.5 * (x**2 / var + np.log(var))  # without 2 pi, as the runner (a constant)
+
+
+def test_a_persons_own_effect_offsets_are_integrated_out_exactly(two_experts, tmp_path):
+    """Version 6 reads each (action, meter) pair's changes with an offset of the person's
+    own, N(0, sd^2), integrated out in closed form and mixed with no offset: the same,
+    up to one constant, as integrating each offset out numerically (issue 22)."""
+    from bridge.runner.bundled import Evidence, load_model
+    from bridge.runner.features import delta_context
+
+    sd, w = 0.03, 0.5
+    model = load_model(
+        _with_meta(two_experts, tmp_path / "offsets.npz", meter_scales=[w], effect_offset_sds=[sd])
+    )
+    assert model.effect_sds == (sd,)
+    vit, ser = METERS[0], METERS[3]
+    changes = [  # (action, slot, meter, change): two pairs, one read four times
+        ("SOCIALIZE", 0, vit, 0.02),
+        ("SOCIALIZE", 1, vit, -0.01),
+        ("SOCIALIZE", 2, vit, 0.05),
+        ("SOCIALIZE", 3, vit, 0.03),
+        ("EXERCISE", 0, ser, 0.04),
+        ("EXERCISE", 2, ser, 0.01),
+    ]
+    history = [
+        {
+            "slot": slot,
+            "action": action,
+            "response": "accepted",
+            **dict.fromkeys(METERS, 0.5),
+            "meter_deltas": {m: (change if m == meter else None) for m in METERS},
+        }
+        for action, slot, meter, change in changes
+    ]
+    evidence = Evidence(model, None, (0.0,), keep=False)
+    evidence.update(history)
+    got = (evidence.log_likelihood(1.0) - evidence.accept)[:, :, 0]
+
+    c, step = np.linspace(-0.25, 0.25, 5001, retstep=True)
+    prior = np.exp(-0.5 * (c / sd) ** 2) / (sd * np.sqrt(2 * np.pi))
+    want = np.zeros_like(got)
+    for e in range(len(model.experts)):
+        plain, shifted = np.zeros(len(model.g)), np.zeros(len(model.g))
+        for action, meter in (("SOCIALIZE", vit), ("EXERCISE", ser)):
+            a, m = ACTIONS.index(action), METERS.index(meter)
+            rows = [(s, x) for act, s, mm, x in changes if act == action and mm == meter]
+            mean = np.array([delta_context(s) @ model.delta_w[e, a, :, :, m] for s, _ in rows])
+            resid = np.array([x for _, x in rows])[:, None] - mean @ model.g.T  # (items, K)
+            var = model.delta_sd[e, a, m] ** 2 / w
+            here = _log_normal(resid, var).sum(0)
+            ref = here.max()
+            inner = np.exp(np.stack([_log_normal(resid - x, var).sum(0) for x in c]) - ref)
+            plain += here
+            shifted += np.log((inner * prior[:, None]).sum(0) * step) + ref
+        want[e] = np.logaddexp(plain, shifted) + np.log(0.5)
+    np.testing.assert_allclose(got - got.max(), want - want.max(), atol=1e-6)
+    # and the offsets matter here: without them the reading differs
+    bare = Evidence(
+        load_model(_with_meta(two_experts, tmp_path / "bare.npz", meter_scales=[w])),
+        None,
+        (0.0,),
+        keep=False,
+    )
+    bare.update(history)
+    ll = (bare.log_likelihood(1.0) - bare.accept)[:, :, 0]
+    assert np.abs((ll - ll.max()) - (got - got.max())).max() > 0.1

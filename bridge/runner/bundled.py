@@ -48,6 +48,10 @@ GUARD = 10.0  # score lost per unit a meter is expected to end below SAFE
 # proper density, and w integrated out per person. Someone an expert fits is read at its
 # sharp scale (a training family's own people, as a single-family model reads them) and
 # anyone else at the broad one (what transfer to an unknown family needs). Issue 20.
+# Since version 6 a person may also have an offset of their own on each action's effect on
+# each meter (meta["effect_offset_sds"], integrated out in closed form, against none): a
+# family written apart can read the same profile with other neutral effects, and read
+# without it the changes pulled held-out people's belief further off the more were read.
 DELTA_WEIGHT = 0.5
 # People differ in how often they say yes at all: a per-person logit offset on every
 # acceptance, integrated out over this grid under a N(0, OFFSET_SD) prior, so a yes-sayer
@@ -101,12 +105,16 @@ class BundledModel:
         self.grid = np.stack(np.meshgrid(axis, axis, axis, indexing="ij"), -1).reshape(-1, 3)
         self.g = profile_features(self.grid)  # (K, prof)
         self.g32 = self.g.astype(np.float32)
+        # g g^T flattened: a quadratic form in g over the whole grid is one product
+        self.gg = np.einsum("kp,kq->kpq", self.g, self.g).reshape(len(self.g), -1)
         inside = (self.grid >= IN_RANGE[0] - 1e-9) & (self.grid <= IN_RANGE[1] + 1e-9)
         self.log_prior = np.log(np.where(inside, 1.0, OUTSIDE_PRIOR)).sum(1)
         self.version = f"{self.meta['model_version']}-seed{self.meta['seed']}"
         self.delta_weight = float(self.meta.get("delta_weight", DELTA_WEIGHT))
         self.expert_temper = float(self.meta.get("expert_temper", 1.0))
         self.meter_scales = tuple(float(w) for w in self.meta.get("meter_scales") or ())
+        self.effect_sds = tuple(float(s) for s in self.meta.get("effect_offset_sds") or ())
+        self.effect_prior = float(self.meta.get("effect_offset_prior", 0.5))
         # The per-person correction's prior sd (bridge.runner.residual), chosen at
         # training time; an artifact without it gets none, as before.
         self.residual_tau = float(self.meta.get("residual_tau", 0.0))
@@ -193,6 +201,10 @@ class Evidence:
         self.const = np.zeros(e)
         self.resid = np.zeros(e)  # -sum prec obs^2 / 2: the part of `const` a scale scales
         self.count = 0.0  # meter changes read
+        # The same sums per action and meter, for a per-person offset of each effect
+        a, n = len(ACTIONS), len(METERS)
+        self.group_prec, self.group_obs = np.zeros((e, a, n)), np.zeros((e, a, n))
+        self.group_wd = np.zeros((e, a, n, p))
 
     def update(self, history: list[dict[str, Any]]) -> None:
         items = [
@@ -266,21 +278,66 @@ class Evidence:
         self.resid -= resid
         self.count += float(usable.sum())
         self.const -= resid + np.einsum("nm,enm->e", usable, np.log(m.delta_sd[:, acts[acc]]))
+        if m.effect_sds:
+            to_action = np.eye(len(ACTIONS))[acts[acc]].T  # (A, n): sums per action
+            self.group_prec += to_action @ prec
+            self.group_obs += to_action @ (prec * obs[None])
+            e, n, k, p = wd.shape
+            self.group_wd += (to_action @ (prec[..., None] * wd).reshape(e, n, -1)).reshape(
+                e, -1, k, p
+            )
 
     def log_likelihood(self, delta_weight: float) -> np.ndarray:
         """(E, K, B): the answers' log-likelihood; the meter changes' tempered by weight, or
         with the model's meter scales, read at each scale and the scale integrated out."""
         g = self.model.g
-        ll = (
-            self.const[:, None] + self.lin @ g.T - 0.5 * np.einsum("kp,epq,kq->ek", g, self.quad, g)
-        )
+        ll = self.const[:, None] + self.lin @ g.T - 0.5 * self._over_grid(self.quad)
         scales = self.model.meter_scales
         if not scales:
             return self.accept + (delta_weight * ll)[:, :, None]
         norm = (self.const - self.resid)[:, None]  # -sum log sd: what a scale does not scale
-        parts = np.stack([(ll - norm) * w + norm + 0.5 * self.count * np.log(w) for w in scales])
+        parts = [(ll - norm) * w + norm + 0.5 * self.count * np.log(w) for w in scales]
+        if self.model.effect_sds:
+            parts = self._with_offsets(parts, scales)
+        parts = np.stack(parts)
         top = parts.max(0)
-        return self.accept + (top + np.log(np.exp(parts - top).mean(0)))[:, :, None]
+        mix = np.tensordot(self._part_weights(len(scales)), np.exp(parts - top), 1)
+        return self.accept + (top + np.log(mix))[:, :, None]
+
+    def _over_grid(self, quad: np.ndarray) -> np.ndarray:
+        """(E, K): g^T quad[e] g for every expert and profile of the grid."""
+        return quad.reshape(len(quad), -1) @ self.model.gg.T
+
+    def _part_weights(self, n_scales: int) -> np.ndarray:
+        sds, q = self.model.effect_sds, self.model.effect_prior
+        each = np.array([1.0 - q] + [q / len(sds)] * len(sds)) if sds else np.ones(1)
+        return np.tile(each, n_scales) / n_scales
+
+    def _with_offsets(self, parts: list[np.ndarray], scales: tuple[float, ...]) -> list[np.ndarray]:
+        """Each scale's (E, K) log-likelihood, and the same with every action's effect on
+        every meter shifted by an offset of its own for this person, N(0, sd^2) for each
+        of the model's effect_sds, integrated out (a Gaussian: closed form).
+
+        Per (action, meter) pair with precision sum P, and r = the precision-weighted sum
+        of the changes less their expected values (linear in g), the offset adds
+        w^2 r^2 / (2 (w P + 1 / sd^2)) - log(1 + sd^2 w P) / 2: again a quadratic form in g.
+        """
+        e, p = len(self.group_prec), self.group_wd.shape[-1]
+        prec = self.group_prec.reshape(e, -1)
+        obs = self.group_obs.reshape(e, -1)
+        wd = self.group_wd.reshape(e, -1, p)
+        g = self.model.g
+        out = []
+        for w, base in zip(scales, parts, strict=True):
+            out.append(base)
+            for sd in self.model.effect_sds:
+                f = w**2 / (w * prec + 1.0 / sd**2)  # (E, pairs)
+                const = 0.5 * (f * obs**2).sum(1) - 0.5 * np.log1p(sd**2 * w * prec).sum(1)
+                lin = np.einsum("eg,eg,egp->ep", f, obs, wd)
+                quad = (wd * f[..., None]).transpose(0, 2, 1) @ wd
+                gain = const[:, None] - lin @ g.T + 0.5 * self._over_grid(quad)
+                out.append(base + gain)
+        return out
 
 
 def _without_calendar(item: dict[str, Any]) -> dict[str, Any]:
