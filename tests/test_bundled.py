@@ -47,9 +47,8 @@ def test_artifact_is_small_npz_without_pickled_objects():
         meta = json.loads(str(data["meta"]))
     assert meta["split"] == "train" and isinstance(meta["seed"], int)
     # version 4: one expert per training family and the pooled model, on a leading axis;
-    # 5: meter changes read at a per-person scale; 6: with a per-person effect offset
-    assert meta["model_version"] == "6" and meta["meter_scales"] == [0.5, 0.2]
-    assert meta["effect_offset_sds"] == [0.02]
+    # 5: meter changes read at a per-person scale
+    assert meta["model_version"] == "5" and meta["meter_scales"] == [0.5, 0.2]
     assert meta["experts"] == [*meta["families"], "pooled"]
     with np.load(path, allow_pickle=False) as data:
         assert {data[k].shape[0] for k in ("accept_w", "delta_w", "delta_sd")} == {
@@ -63,7 +62,7 @@ def test_bundled_returns_action_belief_and_one_line_rationale():
     assert (
         rec.action in ACTIONS
         and rec.runner == "bundled"
-        and rec.runner_version.startswith("6-seed")
+        and rec.runner_version.startswith("5-seed")
     )
     assert len(rec.belief) == 3 and all(0 <= b <= 1 for b in rec.belief)
     assert "\n" not in rec.rationale and "no answers yet" in rec.rationale
@@ -156,7 +155,7 @@ def test_a_v3_artifact_without_an_expert_axis_loads_as_one_expert(two_experts, t
     with np.load(two_experts, allow_pickle=False) as data:
         arrays = {k: np.asarray(data[k]) for k in data.files}
     meta = json.loads(str(arrays["meta"]))
-    assert meta["model_version"] == "6" and meta["experts"] == ["rhythm", "fatigue"]
+    assert meta["model_version"] == "5" and meta["experts"] == ["rhythm", "fatigue"]
     assert arrays["accept_w"].shape[0] == 2
     old_meta = {k: v for k, v in meta.items() if k != "experts"} | {"model_version": "3"}
     v3, v4 = tmp_path / "v3.npz", tmp_path / "v4-one.npz"
@@ -334,8 +333,7 @@ def test_meter_changes_are_read_at_the_scale_that_fits_the_person(two_experts, t
     integrated out per person, not fixed for everyone (issue 20)."""
     from bridge.runner.bundled import load_model
 
-    # the scales alone (version 5): no per-person effect offsets
-    scaled = load_model(_with_meta(two_experts, tmp_path / "scaled.npz", effect_offset_sds=[]))
+    scaled = load_model(two_experts)
     assert scaled.meter_scales == (0.5, 0.2)
     fixed = load_model(_with_meta(two_experts, tmp_path / "fixed.npz", meter_scales=[]))
     assert fixed.meter_scales == ()
@@ -404,9 +402,10 @@ def _log_normal(x: np.ndarray, var: float) -> np.ndarray:
 
 
 def test_a_persons_own_effect_offsets_are_integrated_out_exactly(two_experts, tmp_path):
-    """Version 6 reads each (action, meter) pair's changes with an offset of the person's
-    own, N(0, sd^2), integrated out in closed form and mixed with no offset: the same,
-    up to one constant, as integrating each offset out numerically (issue 22)."""
+    """An artifact with effect_offset_sds (tried for issue 22, not shipped) reads each
+    (action, meter) pair's changes with an offset of the person's own, N(0, sd^2),
+    integrated out in closed form and mixed with no offset: the same, up to one constant,
+    as integrating each offset out numerically."""
     from bridge.runner.bundled import Evidence, load_model
     from bridge.runner.features import delta_context
 

@@ -71,7 +71,7 @@ def test_train_model_is_reproducible(tmp_path):
     from bridge.runner import load_runner
 
     rec = load_runner("bundled", model=str(a)).recommend({"slot": 0}, [])
-    assert rec.runner_version == "6-seed5"
+    assert rec.runner_version == "5-seed5"
 
 
 def test_recommend_from_state_and_history_files(tmp_path):

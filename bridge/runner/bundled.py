@@ -48,10 +48,9 @@ GUARD = 10.0  # score lost per unit a meter is expected to end below SAFE
 # proper density, and w integrated out per person. Someone an expert fits is read at its
 # sharp scale (a training family's own people, as a single-family model reads them) and
 # anyone else at the broad one (what transfer to an unknown family needs). Issue 20.
-# Since version 6 a person may also have an offset of their own on each action's effect on
-# each meter (meta["effect_offset_sds"], integrated out in closed form, against none): a
-# family written apart can read the same profile with other neutral effects, and read
-# without it the changes pulled held-out people's belief further off the more were read.
+# An artifact may also give each person an offset of their own on each action's effect on
+# each meter (meta["effect_offset_sds"], integrated out in closed form, against none), for
+# a family whose neutral effects differ; tried for issue 22 and not shipped (README).
 DELTA_WEIGHT = 0.5
 # People differ in how often they say yes at all: a per-person logit offset on every
 # acceptance, integrated out over this grid under a N(0, OFFSET_SD) prior, so a yes-sayer

@@ -43,9 +43,8 @@ from mappings.actions import ACTIONS
 
 # 2: the slot's calendar (how booked, what is scheduled) in the context; 3: trained on a
 # mixture of simulator families; 4: one expert per training family (a leading axis);
-# 5: meter changes read at a per-person scale (METER_SCALES), integrated out; 6: and with
-# a per-person offset of each action's effect on each meter (EFFECT_OFFSET_SDS)
-MODEL_VERSION = "6"
+# 5: meter changes read at a per-person scale (METER_SCALES), integrated out
+MODEL_VERSION = "5"
 # A family with fewer training interactions than this gets no expert of its own (a tiny
 # CI run): its people still train the pooled fallback when no family has enough.
 MIN_EXPERT_SAMPLES = 300
@@ -55,11 +54,6 @@ DEFAULT_PEOPLE = 6000
 # The meter scales a person's changes are read at (bridge.runner.bundled): 0.5 the weight
 # a family's own people are read best at, 0.2 the one transfer to an unseen family wanted.
 METER_SCALES = (0.5, 0.2)
-# The prior sd of a person's own offset of an action's effect on a meter (per meter change,
-# integrated out, against none: bridge.runner.bundled). A family written apart reads the
-# same profile with other neutral effects; without it held-out `rhythm` was read further
-# off the more it was watched (MAE 0.158 after 8 answers, 0.194 after 112).
-EFFECT_OFFSET_SDS = (0.02,)
 DEFAULT_SLOTS = 112
 CALENDAR_SHARE = 0.6  # the rest live without a calendar, as a person with no calendar source
 
@@ -240,7 +234,6 @@ def train(
     families: tuple[str, ...] = NAMES,
     temper_people: int = TUNE_PEOPLE,
     pooled: bool = True,
-    effect_offsets: bool = True,
 ) -> TrainReport:
     """Simulate, fit, and write the artifact as NPZ (arrays only; loaded without pickle).
 
@@ -283,7 +276,6 @@ def train(
                 families=fams,
                 temper_people=0,
                 pooled=pooled,
-                effect_offsets=False,  # the tempering is chosen as before, on its own
             )
 
         # With two families each inner model has one expert: nothing to temper between.
@@ -306,9 +298,7 @@ def train(
             "mae_28": {k: v for k, v in trials.items() if "accept" not in k},
         }
         meta["residual_trials"] = {k: v for k, v in trials.items() if "accept" in k}
-    if effect_offsets:
-        meta["effect_offset_sds"] = list(EFFECT_OFFSET_SDS)
-    _write(tmp, meta, arrays)
+        _write(tmp, meta, arrays)
     tmp.replace(out)
     return TrainReport(
         out,
