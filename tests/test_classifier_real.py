@@ -53,12 +53,12 @@ def test_no_evaluation_title_is_in_the_training_data(sets):
 
 
 def test_the_shipped_classifier_holds_its_measured_accuracy_on_the_evaluation_set(sets):
-    # A regression floor a little under the figure in the README (0.820 after round 8):
+    # A regression floor a little under the figure in the README (0.827 after round 12):
     # a rule or training change that loses ground on real calendars fails here.
     items = sets["eval"]
     answers = default_classifier().classify_many([x.event for x in items])
     right = sum(no_action(a.action) == x.label for a, x in zip(answers, items, strict=True))
-    assert right / len(items) >= 0.80
+    assert right / len(items) >= 0.81
     clear = [a for a, x in zip(answers, items, strict=True) if x.label != NOT_AN_ACTION]
     assert sum(a.action == UNCLASSIFIED for a in clear) / len(clear) <= 0.05
 
