@@ -268,6 +268,99 @@ def _with_meta(model: str, path, **changes) -> str:
     return str(path)
 
 
+FIT_SCALES = [0.25, 0.5, 1.0, 2.0, 4.0]
+
+
+def _fit_share_by_hand(model, history, logp):
+    """The fit check item by item: each usable meter change's squared standardized
+    residual under every (expert, profile), summed, read at each scale."""
+    from bridge.runner.features import delta_context, meters_of
+    from mappings.actions import METERS
+
+    chi = np.zeros((len(model.experts), len(model.grid)))
+    count = 0
+    for h in history:
+        if h.get("response") != "accepted" or not h.get("meter_deltas"):
+            continue
+        a = ACTIONS.index(h["action"])
+        # (E, prof, meters) -> expected change per expert, profile and meter
+        mean = np.einsum("d,edpm->epm", delta_context(int(h["slot"])), model.delta_w[:, a])
+        expected = np.einsum("kp,epm->ekm", model.g, mean)
+        before = meters_of(h.get("meters") or {})
+        for j, m in enumerate(METERS):
+            d = h["meter_deltas"].get(m)
+            if d is None or not 0.005 < before[j] + d < 0.995:
+                continue
+            chi += ((d - expected[:, :, j]) / model.delta_sd[:, a, j][:, None]) ** 2
+            count += 1
+    parts = np.stack([-0.5 * w * chi + 0.5 * count * np.log(w) for w in FIT_SCALES])
+    q = np.exp(parts - parts.max(0))
+    post = np.exp(logp).sum(2)
+    return float((post / post.sum() * q[FIT_SCALES.index(1.0)] / q.sum(0)).sum())
+
+
+def test_the_expert_temper_applies_as_far_as_no_expert_fits_the_persons_changes(
+    two_experts, tmp_path
+):
+    """An artifact's `fit_check_scales` (tried as model version 7, not shipped): plain
+    Bayes for someone an expert explains to within its own noise, the tempered reading
+    for someone it explains worse (wider) or suspiciously better (narrower), and in
+    between the two posteriors weighed by the check's share (computed here item by item,
+    in the runner as quadratic forms)."""
+    from bridge.runner.bundled import BundledModel
+    from bridge.runner.features import delta_context
+    from mappings.actions import METERS
+
+    bare = BundledModel(_with_meta(two_experts, tmp_path / "b.npz", expert_temper=0.1))
+    gated = BundledModel(
+        _with_meta(two_experts, tmp_path / "g.npz", expert_temper=0.1, fit_check_scales=FIT_SCALES)
+    )
+    _, history = _episode_history(two_experts, "rhythm", 2, 60)
+    plain = gated.log_joint_experts(history, expert_temper=1.0)
+    e, k, _ = np.unravel_index(plain.argmax(), plain.shape)  # the likeliest reading
+
+    def changed(how):
+        out = []
+        for h in history:
+            if h.get("meter_deltas"):
+                a = ACTIONS.index(h["action"])
+                expected = gated.g[k] @ np.einsum(
+                    "d,dpm->pm", delta_context(int(h["slot"])), gated.delta_w[e, a]
+                )
+                sd = gated.delta_sd[e, a]
+                h = {
+                    **h,
+                    "meter_deltas": {
+                        m: how(v, expected[METERS.index(m)], sd[METERS.index(m)])
+                        for m, v in h["meter_deltas"].items()
+                    },
+                }
+            out.append(h)
+        return out
+
+    rng = np.random.default_rng(0)
+    people = {  # the likeliest reading's expected changes, with noise of three spreads
+        "own": changed(lambda _v, mean, sd: mean + rng.normal(0.0, sd)),
+        "wide": changed(lambda _v, mean, sd: mean + rng.normal(0.0, 2.0 * sd)),
+        "quiet": changed(lambda _v, mean, _sd: float(mean)),
+    }
+
+    def norm(lp):
+        w = np.exp(lp - lp.max())
+        return w / w.sum()
+
+    shares = {}
+    for name, h in people.items():
+        untempered = gated.log_joint_experts(h, expert_temper=1.0)
+        shares[name] = share = _fit_share_by_hand(gated, h, untempered)
+        want = share * norm(untempered) + (1 - share) * norm(bare.log_joint_experts(h))
+        np.testing.assert_allclose(norm(gated.log_joint_experts(h)), want, atol=1e-7)
+    assert shares["own"] > 0.9 and shares["wide"] < 0.05 and shares["quiet"] < 0.05, shares
+    # with no meter change read yet there is nothing to check: the model's temper
+    answers = [{**h, "meter_deltas": None} for h in history]
+    np.testing.assert_allclose(gated.log_joint_experts(answers), bare.log_joint_experts(answers))
+
+
 def test_tempering_survives_an_expert_the_history_rules_out_completely(two_experts, tmp_path):
     from bridge.runner.bundled import BundledRunner
 

@@ -114,6 +114,10 @@ class BundledModel:
         self.meter_scales = tuple(float(w) for w in self.meta.get("meter_scales") or ())
         self.effect_sds = tuple(float(s) for s in self.meta.get("effect_offset_sds") or ())
         self.effect_prior = float(self.meta.get("effect_offset_prior", 0.5))
+        # Scales a person's meter changes are checked at for whether an expert fits them
+        # (Evidence.fit_share); none: the expert temper applies to everyone. Tried for
+        # issue 20 and not shipped (README).
+        self.fit_scales = tuple(float(w) for w in self.meta.get("fit_check_scales") or ())
         # The per-person correction's prior sd (bridge.runner.residual), chosen at
         # training time; an artifact without it gets none, as before.
         self.residual_tau = float(self.meta.get("residual_tau", 0.0))
@@ -158,15 +162,34 @@ class BundledModel:
         weight = self.delta_weight if delta_weight is None else delta_weight
         logp = logp + evidence.log_likelihood(weight)
         temper = self.expert_temper if expert_temper is None else expert_temper
-        if temper != 1.0 and len(logp) > 1:
-            # Each expert's weight from its evidence to the power `temper`; the profile
-            # and offset given the expert as before. No expert is the family of someone
-            # unlike every training family: tempered, the weight stays spread over the
-            # experts that explain them about equally, instead of all on one.
-            top = logp.max((1, 2), keepdims=True)  # per expert: none underflows to -inf
-            evidence_e = np.log(np.exp(logp - top).sum((1, 2))) + top.ravel()
-            evidence_e = evidence_e - self.log_expert_prior
-            logp = logp - ((1.0 - temper) * evidence_e)[:, None, None]
+        logp = logp - logp.max()
+        tempered = self.tempered(logp, temper)
+        if tempered is logp or not self.fit_scales or not evidence.count:
+            return tempered
+        # Tempering is for people no expert fits; someone whose meter changes one expert
+        # explains to within its own noise is read by plain Bayes, as a single-family
+        # model would read them. How sure that is (the share of the posterior at the
+        # unit scale) weighs the two posteriors.
+        fit = np.clip(evidence.fit_share(logp, self.fit_scales), 1e-12, 1.0 - 1e-12)
+        mix = np.logaddexp(
+            np.log(fit) + _log_normalized(logp), np.log1p(-fit) + _log_normalized(tempered)
+        )
+        return mix - mix.max()
+
+    def tempered(self, logp: np.ndarray, temper: float) -> np.ndarray:
+        """(E, K, B) untempered log posterior -> each expert's weight from its evidence to
+        the power `temper`, the profile and offset given the expert as before; max 0.
+
+        No expert is the family of someone unlike every training family: tempered, the
+        weight stays spread over the experts that explain them about equally, instead of
+        all on one.
+        """
+        if temper == 1.0 or len(logp) < 2:
+            return logp
+        top = logp.max((1, 2), keepdims=True)  # per expert: none underflows to -inf
+        evidence_e = np.log(np.exp(logp - top).sum((1, 2))) + top.ravel()
+        evidence_e = evidence_e - self.log_expert_prior
+        logp = logp - ((1.0 - temper) * evidence_e)[:, None, None]
         return logp - logp.max()
 
 
@@ -286,11 +309,30 @@ class Evidence:
                 e, -1, k, p
             )
 
+    def _changes_log_likelihood(self) -> np.ndarray:
+        """(E, K): the meter changes' log-likelihood at each expert's own spread."""
+        return self.const[:, None] + self.lin @ self.model.g.T - 0.5 * self._over_grid(self.quad)
+
+    def fit_share(self, logp: np.ndarray, scales: tuple[float, ...]) -> float:
+        """P(the meter changes are read at their expert's own spread) under the posterior
+        `logp` (E, K, B): each (expert, profile)'s changes read at each of `scales` (one
+        of them 1), N(mean, sd^2 / w), the scale's posterior under a flat prior, averaged.
+
+        A two-sided check: changes spread wider than the expert says (a family it was not
+        trained on) and narrower (quieter people than the expert's) both fail it.
+        """
+        post = np.exp(logp).sum(2)
+        post /= post.sum()
+        sq = self._changes_log_likelihood() - (self.const - self.resid)[:, None]  # -chi^2/2
+        parts = np.stack([sq * w + 0.5 * self.count * np.log(w) for w in scales])
+        parts -= parts.max(0)
+        q = np.exp(parts)
+        return float((post * q[scales.index(1.0)] / q.sum(0)).sum())
+
     def log_likelihood(self, delta_weight: float) -> np.ndarray:
         """(E, K, B): the answers' log-likelihood; the meter changes' tempered by weight, or
         with the model's meter scales, read at each scale and the scale integrated out."""
-        g = self.model.g
-        ll = self.const[:, None] + self.lin @ g.T - 0.5 * self._over_grid(self.quad)
+        ll = self._changes_log_likelihood()
         scales = self.model.meter_scales
         if not scales:
             return self.accept + (delta_weight * ll)[:, :, None]
@@ -337,6 +379,11 @@ class Evidence:
                 gain = const[:, None] - lin @ g.T + 0.5 * self._over_grid(quad)
                 out.append(base + gain)
         return out
+
+
+def _log_normalized(logp: np.ndarray) -> np.ndarray:
+    top = logp.max()
+    return logp - top - np.log(np.exp(logp - top).sum())
 
 
 def _without_calendar(item: dict[str, Any]) -> dict[str, Any]:
