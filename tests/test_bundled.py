@@ -356,6 +356,8 @@ def test_the_expert_temper_applies_as_far_as_no_expert_fits_the_persons_changes(
         want = share * norm(untempered) + (1 - share) * norm(bare.log_joint_experts(h))
         np.testing.assert_allclose(norm(gated.log_joint_experts(h)), want, atol=1e-7)
     assert shares["own"] > 0.9 and shares["wide"] < 0.05 and shares["quiet"] < 0.05, shares
+    with pytest.raises(ValueError, match="must include 1"):  # nothing to check against
+        BundledModel(_with_meta(two_experts, tmp_path / "x.npz", fit_check_scales=[0.5, 2.0]))
     # with no meter change read yet there is nothing to check: the model's temper
     answers = [{**h, "meter_deltas": None} for h in history]
     np.testing.assert_allclose(gated.log_joint_experts(answers), bare.log_joint_experts(answers))

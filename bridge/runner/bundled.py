@@ -118,6 +118,8 @@ class BundledModel:
         # (Evidence.fit_share); none: the expert temper applies to everyone. Tried for
         # issue 20 and not shipped (README).
         self.fit_scales = tuple(float(w) for w in self.meta.get("fit_check_scales") or ())
+        if self.fit_scales and 1.0 not in self.fit_scales:
+            raise ValueError(f"{path}: fit_check_scales {list(self.fit_scales)} must include 1")
         # The per-person correction's prior sd (bridge.runner.residual), chosen at
         # training time; an artifact without it gets none, as before.
         self.residual_tau = float(self.meta.get("residual_tau", 0.0))
