@@ -166,7 +166,7 @@ class BundledModel:
         temper = self.expert_temper if expert_temper is None else expert_temper
         logp = logp - logp.max()
         tempered = self.tempered(logp, temper)
-        if tempered is logp or not self.fit_scales or not evidence.count:
+        if temper == 1.0 or not self.fit_scales or not evidence.count:
             return tempered
         # Tempering is for people no expert fits; someone whose meter changes one expert
         # explains to within its own noise is read by plain Bayes, as a single-family
@@ -325,8 +325,7 @@ class Evidence:
         """
         post = np.exp(logp).sum(2)
         post /= post.sum()
-        sq = self._changes_log_likelihood() - (self.const - self.resid)[:, None]  # -chi^2/2
-        parts = np.stack([sq * w + 0.5 * self.count * np.log(w) for w in scales])
+        parts = np.stack(self._at_scales(self._changes_log_likelihood(), scales))
         parts -= parts.max(0)
         q = np.exp(parts)
         return float((post * q[scales.index(1.0)] / q.sum(0)).sum())
@@ -338,14 +337,18 @@ class Evidence:
         scales = self.model.meter_scales
         if not scales:
             return self.accept + (delta_weight * ll)[:, :, None]
-        norm = (self.const - self.resid)[:, None]  # -sum log sd: what a scale does not scale
-        parts = [(ll - norm) * w + norm + 0.5 * self.count * np.log(w) for w in scales]
+        parts = self._at_scales(ll, scales)
         if self.model.effect_sds:
             parts = self._with_offsets(parts, scales)
         parts = np.stack(parts)
         top = parts.max(0)
         mix = np.tensordot(self._part_weights(len(scales)), np.exp(parts - top), 1)
         return self.accept + (top + np.log(mix))[:, :, None]
+
+    def _at_scales(self, ll: np.ndarray, scales: tuple[float, ...]) -> list[np.ndarray]:
+        """(E, K) per scale w: the changes' log-likelihood `ll` read as N(mean, sd^2 / w)."""
+        norm = (self.const - self.resid)[:, None]  # -sum log sd: what a scale does not scale
+        return [(ll - norm) * w + norm + 0.5 * self.count * np.log(w) for w in scales]
 
     def _over_grid(self, quad: np.ndarray) -> np.ndarray:
         """(E, K): g^T quad[e] g for every expert and profile of the grid."""
