@@ -825,3 +825,84 @@ def test_round_thirteen_community_centre_venue_and_todo_classes(title, action):
 def test_round_thirteen_look_alikes_are_not_taken_for_the_activity(title, wrong):
     found = KeywordClassifier().match_title(title)
     assert found is None or found.action != wrong, (title, found)
+
+
+# Round 14: a course's, a team's, a church's and a foundation's calendars.
+@pytest.mark.parametrize(
+    ("title", "action"),
+    [
+        # a service on a festivity is worship, a show or fair on it is the gathering,
+        ("Easter Service", "MEDITATE"),
+        ("Christmas Eve service", "MEDITATE"),
+        ("Midnight Mass", "MEDITATE"),
+        ("Christmas Play", "SOCIALIZE"),
+        ("CHRISTMAS CONCERT", "SOCIALIZE"),
+        ("Christmas market in town", "SOCIALIZE"),
+        # services named by time or kind, worship nights, revival meetings,
+        ("REGULAR  EVENING SERVICE", "MEDITATE"),
+        ("Sunday service", "MEDITATE"),
+        ("Worship Night", "MEDITATE"),
+        ("Revival w/ Pastor John", "MEDITATE"),
+        ("Water Baptism @ the lake", "MEDITATE"),
+        # a cancelled session and a season break are no activity,
+        ("Office Hours - Cancelled", NOT_AN_ACTION),
+        ("CANCELLED - Yoga", NOT_AN_ACTION),
+        ("Training afgelast", NOT_AN_ACTION),
+        ("Bible Study Season Break", NOT_AN_ACTION),
+        # notices of an election or a call are markers,
+        ("Call for Nominations (general election)", NOT_AN_ACTION),
+        ("Early Elections open", NOT_AN_ACTION),
+        ("Candidate statements due", NOT_AN_ACTION),
+        # vocational trainings, classrooms, panels and term tests are taught,
+        ("CNC training", "LEARN"),
+        ("SO Drivers' Training", "LEARN"),
+        ("Forklift training", "LEARN"),
+        ("Navigation Classroom", "LEARN"),
+        ("Panel 3: Print culture and gender", "LEARN"),
+        ("Climate finance [Expert Panel]", "LEARN"),
+        ("Term Test 2", "LEARN"),
+        ("Bible Studies Resumes", "LEARN"),
+        # a project's working groups and committees are meetings,
+        ("Developer Experience Working Group", "ADMIN_WORK"),
+        ("FINOS Open Source Readiness WG", "ADMIN_WORK"),
+        ("Common Cloud Controls - Steering", "ADMIN_WORK"),
+        ("Open Source Readiness Round Table", "ADMIN_WORK"),
+        ("Ice cream flavour brainstorm", "ADMIN_WORK"),
+        ("Robotics cleanup day", "ADMIN_WORK"),
+        # a group's meal and a banquet are company, a church's game is one's own sport,
+        ("Men's Breakfast Ps Gary", "SOCIALIZE"),
+        ("Beauty and Grace Lunch-in", "SOCIALIZE"),
+        ("Conference Banquet", "SOCIALIZE"),
+        ("CHURCH FLAG FOOTBALL GAME", "EXERCISE"),
+        ("Soccer tournament", "EXERCISE"),
+        # a film night is watching, whatever the film is called.
+        ("Son Of God (Movie Night)", "BINGE_WATCH"),
+        ("Film night", "BINGE_WATCH"),
+    ],
+)
+def test_round_fourteen_church_course_and_working_group_classes(title, action):
+    found = KeywordClassifier().match_title(title)
+    assert found is not None and found.action == action, (title, found)
+
+
+@pytest.mark.parametrize(
+    ("title", "wrong"),
+    [
+        ("Easter", "MEDITATE"),  # the holiday alone stays a marker
+        ("Christmas Day", "SOCIALIZE"),
+        ("Car service appointment", "MEDITATE"),  # a garage's service is no worship
+        ("Customer service call", "MEDITATE"),
+        ("The Great House Revival", "MEDITATE"),  # a TV programme's name
+        ("Cancel gym membership", NOT_AN_ACTION),  # a to-do, not a cancelled session
+        ("Call for plumber", NOT_AN_ACTION),
+        ("Marathon training", "LEARN"),  # a sport's training is exercise
+        ("Football training", "LEARN"),
+        ("Solar panel install", "LEARN"),  # a panel that is no discussion
+        ("Advisory Panel Meeting", "LEARN"),
+        ("Family movie night", "BINGE_WATCH"),  # with one's family first
+        ("Lunch", "SOCIALIZE"),  # a bare meal is left to the model
+    ],
+)
+def test_round_fourteen_look_alikes_are_not_taken_for_the_activity(title, wrong):
+    found = KeywordClassifier().match_title(title)
+    assert found is None or found.action != wrong, (title, found)
