@@ -232,7 +232,7 @@ def test_the_running_evidence_gives_the_fresh_posterior(two_experts):
     changed = [dict(h) for h in history]
     changed[3] = {
         **changed[3],
-        "response": "ignored" if h["response"] == "accepted" else "accepted",
+        "response": "ignored" if history[3]["response"] == "accepted" else "accepted",
     }
     np.testing.assert_allclose(runner.expert_posterior(changed), fresh(changed), atol=1e-6)
     np.testing.assert_allclose(runner.expert_posterior(history), fresh(history), atol=1e-6)
