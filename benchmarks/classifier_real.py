@@ -4,10 +4,11 @@ language and per action, and how often it abstains.
     .venv/bin/python benchmarks/classifier_real.py [--set eval|dev] [--errors] [--title-only]
         [--source NAME ...]
 
-The sets are in benchmarks/data/real_calendars (SOURCES.md: where each title comes from;
-RUBRIC.md: how they were labelled). `eval` is the held-out evaluation set; tune against
-`dev` only (`--errors` lists its mistakes). Scoring counts UNCLASSIFIED and NOT_AN_ACTION
-as the same answer, "no action", as the person sees no suggestion either way.
+The sets are read from ../shared/fixtures/real_calendars (its SOURCES.md: where each
+title comes from); benchmarks/data/real_calendars/RUBRIC.md says how they were labelled.
+`eval` is the held-out evaluation set; tune against `dev` only (`--errors` lists its
+mistakes). Scoring counts UNCLASSIFIED and NOT_AN_ACTION as the same answer, "no action",
+as the person sees no suggestion either way.
 `--title-only` hides every feature but the title, to show what the features add.
 `--source` scores only the named sources (the `source` column), e.g. one round's new ones.
 """
@@ -26,8 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mappings.actions import NOT_AN_ACTION, UNCLASSIFIED
 from mappings.classifier import EventInfo
 from mappings.classifier_layers import default_classifier
+from tests.shared import SHARED_FIXTURES, missing_reason
 
-DATA = Path(__file__).parent / "data" / "real_calendars"
+# Real titles from other projects' calendars: read from ../shared/, never committed here.
+DATA = SHARED_FIXTURES / "real_calendars"
 LANGS = ("en", "de", "fr", "es", "nl", "it", "pt")
 
 
@@ -74,6 +77,8 @@ def main() -> None:
     parser.add_argument("--title-only", action="store_true", help="ignore all but the title")
     parser.add_argument("--source", nargs="+", help="score only these sources")
     args = parser.parse_args()
+    if not DATA.is_dir():
+        raise SystemExit(f"classifier_real: {missing_reason(DATA)}")
 
     items = read_set(DATA / f"{args.set}.tsv")
     if args.source:

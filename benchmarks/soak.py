@@ -53,11 +53,17 @@ from bridge.auth.secrets import FILE_NAME, KEY_ENV, Secrets
 from bridge.config import Settings
 from bridge.store import Store
 from bridge.store.models import CalendarEvent, Reading, Recommendation
+from tests.shared import SHARED_FIXTURES, missing_reason
+
+if not SHARED_FIXTURES.is_dir():  # the fakes answer with real recorded bodies kept there
+    raise SystemExit(f"soak: {missing_reason(SHARED_FIXTURES)}")
+
 from tests.fake_apis import BERLIN, provider_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 START = datetime(2026, 10, 12, 6, 0, tzinfo=BERLIN)  # the 30 days cross the DST change
-FIT = ROOT / "tests" / "fixtures" / "garmin" / "fit" / "garmin-fenix-5-run.fit"
+# A real run, read from ../shared/ (never committed here).
+FIT = SHARED_FIXTURES / "garmin" / "fit" / "garmin-fenix-5-run.fit"
 MB = 2**20
 
 

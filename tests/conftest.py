@@ -107,7 +107,7 @@ def cli_state():
 
 
 # The web, notify and implicit-feedback fixtures (demo store copy, in-memory keyring).
-from tests.web_fixtures import demo, demo_db, memory_keyring  # noqa: E402, F401
+from tests.web.web_fixtures import demo, demo_db, memory_keyring  # noqa: E402, F401
 
 
 @pytest.fixture(scope="session")

@@ -36,9 +36,10 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from connectors.live import iso_z
-from tests.conftest import BERLIN, FIXTURES
+from tests.conftest import BERLIN
+from tests.shared import shared_path
 
-GARMIN = FIXTURES / "garmin" / "connect_api"
+GARMIN = shared_path("garmin", "connect_api")
 # Everything "created long ago" (the standup series, the first tokens) is from then.
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 ME = "me@example.com"
@@ -277,7 +278,7 @@ class World:
 
     def whoop_records(self, stream: str, now: datetime) -> list[tuple[datetime, dict]]:
         """(filter time, record) of one collection as it stands at `now`, newest first."""
-        from tests.live.whoop_fakes import record_example
+        from tests.connectors.live.whoop_fakes import record_example
 
         out = []
         today = now.astimezone(BERLIN).date()

@@ -8,7 +8,7 @@ from strings: the UTC text of a date is its hour's UTC text (cached per hour and
 plus its own minutes and seconds. Anything else (another format, an offset with minutes,
 a value out of range, a name with control characters, a day boundary, sleep, workouts,
 HRV with beats) returns None and takes the ordinary path, which decides exactly as before;
-tests/test_apple_rows.py compares the two on awkward input.
+tests/intake/test_apple_rows.py compares the two on awkward input.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 # Not below 0.2: two clear meter changes after an action must still move the belief
-# (tests/test_bundled.py); at 0.1 they barely do, and no fold preferred 0.1 by more than
+# (tests/runner/test_bundled.py); at 0.1 they barely do, and no fold preferred 0.1 by more than
 # noise (the shipped model's trials: 0.139 at 0.1, 0.140 at 0.2).
 DELTA_WEIGHTS = (0.2, 0.35, 0.5)
 # How strongly a history picks one family's expert over the others (bridge.runner.bundled):

@@ -99,7 +99,7 @@ def migrate(engine: Engine) -> None:
 def script_head() -> str | None:
     """The newest migration, read from the scripts' `revision` and `down_revision` lines.
 
-    None unless there is exactly one head: then alembic decides (tests/test_store.py
+    None unless there is exactly one head: then alembic decides (tests/store/test_store.py
     checks that this agrees with alembic's own answer).
     """
     import ast

@@ -3,7 +3,7 @@
     python -m tests.bad_inputs.api    # list the cases and the size of each answer
 
 Each case is what one or two endpoints answer in an otherwise normal pull (the other
-endpoints answer the good bodies of tests/fixtures); tests/test_bad_inputs_api.py runs it
+endpoints answer the good bodies of tests/fixtures); tests/bad_inputs/test_api.py runs it
 through the connector's real `pull` and `bridge.intake.sources.run_source`. `expect` is as for the
 file corpus: "error" (one clear line naming the source, nothing stored, cursors unchanged),
 "skip" (the bad records skipped and counted, the good ones in the same answer kept) or
@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.conftest import FIXTURES
-from tests.live.whoop_fakes import record_example
+from tests.connectors.live.whoop_fakes import record_example
+from tests.shared import shared_path
 
-GARMIN = FIXTURES / "garmin" / "connect_api"
+GARMIN = shared_path("garmin", "connect_api")
 HUGE = "W" * 20_000_000  # far beyond every text column (see connectors/validate.py)
 DEPTH = 100_000
 

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.shared import shared_path
+
 HEALTH_OPEN = '<?xml version="1.0" encoding="UTF-8"?>\n<HealthData locale="en_US">\n'
 STEP = (
     '<Record type="HKQuantityTypeIdentifierStepCount" sourceName="Watch" unit="count" '
@@ -109,9 +111,11 @@ XXE = (
 
 
 UDS = "DI_CONNECT/DI-Connect-Aggregator/UDSFile_2026-11-01_2026-11-10.json"
-FIT_FIXTURE = (
-    Path(__file__).parent.parent / "fixtures" / "garmin" / "fit" / "garmin-fenix-5-run.fit"
-)
+
+
+def _real_fit() -> bytes:
+    """A real run recorded by a Fenix 5 (../shared/fixtures/garmin/fit), to be cut and forged."""
+    return shared_path("garmin", "fit", "garmin-fenix-5-run.fit").read_bytes()
 
 
 def _uds_day(day: str, rhr: float, steps: float) -> bytes:
@@ -283,7 +287,7 @@ CASES: list[Case] = [
     Case(
         "fit", "random-bytes.fit", "error", _bytes(bytes((i * 13 + 5) % 256 for i in range(4096)))
     ),
-    Case("fit", "truncated.fit", "error", lambda p: p.write_bytes(FIT_FIXTURE.read_bytes()[:2500])),
+    Case("fit", "truncated.fit", "error", lambda p: p.write_bytes(_real_fit()[:2500])),
 ]
 
 
@@ -375,7 +379,7 @@ def _fit_forged(field: int, size: int) -> Callable[[Path], None]:
 
         from fitdecode.utils import compute_crc
 
-        data = bytearray(FIT_FIXTURE.read_bytes())
+        data = bytearray(_real_fit())
         at = data[0] + 6 + 3 * field + 1  # header, record header + 5, 3 bytes per field
         data[at] = size
         data[-2:] = struct.pack("<H", compute_crc(bytes(data[:-2])))
@@ -386,7 +390,7 @@ def _fit_forged(field: int, size: int) -> Callable[[Path], None]:
 
 def _fit_header(offset: int, value: bytes) -> Callable[[Path], None]:
     def build(path: Path) -> None:
-        data = bytearray(FIT_FIXTURE.read_bytes())
+        data = bytearray(_real_fit())
         data[offset : offset + len(value)] = value
         path.write_bytes(bytes(data))
 

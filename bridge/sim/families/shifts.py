@@ -82,7 +82,7 @@ picking at random among the actions that fit is accepted 0.33 (train) / 0.33 (in
 S correlates 0.95 with SOCIALIZE's Vitality change and 0.63 with its P(accept); M 0.97
 with focused actions' P(accept) morning minus evening and 0.79 with DEEP_WORK/LEARN's
 Progress gain morning minus evening; W 0.85 with DEEP_WORK's Vitality change and 0.62
-with its P(accept). tests/test_family_shifts.py holds the thresholds.
+with its P(accept). tests/sim/test_family_shifts.py holds the thresholds.
 """
 
 from __future__ import annotations

@@ -1,0 +1,190 @@
+import json
+import zipfile
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+
+from bridge.errors import InputError
+from bridge.intake.ingest import import_file
+from bridge.store.models import Reading
+from connectors import garmin_export
+from tests.shared import shared_path
+
+ROOT = "DI_CONNECT/"
+UDS = [
+    {
+        "calendarDate": "2026-11-17",
+        "wellnessStartTimeGmt": "2026-11-16T23:00:00.0",
+        "wellnessStartTimeLocal": "2026-11-17T00:00:00.0",
+        "restingHeartRate": 52,
+        "minHeartRate": 47,
+        "totalSteps": 9120,
+        "allDayStress": {
+            "aggregatorList": [
+                {"type": "TOTAL", "averageStressLevel": 31},
+                {"type": "AWAKE", "averageStressLevel": 38},
+                {"type": "ASLEEP", "averageStressLevel": 14},
+            ]
+        },
+        "bodyBattery": {
+            "bodyBatteryStatList": [
+                {"bodyBatteryStatType": "HIGHEST", "statsValue": 88},
+                {"bodyBatteryStatType": "LOWEST", "statsValue": 21},
+            ]
+        },
+    },
+    # a day the watch was off: no stress ("-1"), no resting HR
+    {
+        "calendarDate": "2026-11-18",
+        "totalSteps": 0,
+        "allDayStress": {"aggregatorList": [{"type": "TOTAL", "averageStressLevel": -1}]},
+    },
+]
+SLEEP = [
+    {
+        "calendarDate": "2026-11-18",
+        "sleepStartTimestampGMT": "2026-11-17T22:14:00.0",
+        "sleepEndTimestampGMT": "2026-11-18T05:50:00.0",
+        "deepSleepSeconds": 5400,
+        "lightSleepSeconds": 15600,
+        "remSleepSeconds": 4800,
+        "awakeSleepSeconds": 1560,
+        "unmeasurableSeconds": 0,
+        "averageRespiration": 14.2,
+        "sleepScores": {"overallScore": 81},
+    },
+    {"calendarDate": "2026-11-19", "retro": True},  # no night recorded
+    {  # a night in New York: the "Local" twin gives the offset (GMT-5)
+        "calendarDate": "2026-11-21",
+        "sleepStartTimestampGMT": "2026-11-21T04:00:00.0",
+        "sleepEndTimestampGMT": "2026-11-21T12:00:00.0",
+        "sleepStartTimestampLocal": "2026-11-20T23:00:00.0",
+        "deepSleepSeconds": 3600,
+    },
+]
+HEALTH = [
+    {
+        "calendarDate": "2026-11-18",
+        "metrics": [
+            {"type": "HRV", "value": 48.0, "baselineLowerLimit": 41, "baselineUpperLimit": 55},
+            {"type": "HR", "value": 51.0},
+            {"type": "SKIN_TEMP_C", "value": -0.2},
+            {"type": "RESPIRATION", "value": 14.0},
+        ],
+    }
+]
+
+
+def _export(tmp_path, files, name="garmin.zip"):
+    path = tmp_path / name
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for member, data in files.items():
+            zf.writestr(ROOT + member, data)
+    return path
+
+
+def _full(tmp_path):
+    return _export(
+        tmp_path,
+        {
+            "DI-Connect-Aggregator/UDSFile_2026-11-10_2026-11-20.json": json.dumps(UDS),
+            # Garmin writes some files with a UTF-8 BOM
+            "DI-Connect-Wellness/2026-11-10_2026-11-20_140089360_sleepData.json": "\ufeff"
+            + json.dumps(SLEEP),
+            "DI-Connect-Wellness/140089360_healthStatusData.json": json.dumps(HEALTH).encode(
+                "utf-8-sig"
+            ),
+            "DI-Connect-Fitness/140089360_0_summarizedActivities.json": "[]",
+        },
+    )
+
+
+def test_daily_summaries_sleep_and_health_status(ctx, tmp_path):
+    records = list(garmin_export.read(_full(tmp_path), ctx))
+    counts = Counter(r.metric for r in records)
+    assert counts == {
+        "resting_hr": 2,  # daily summary + health status, told apart by origin
+        "steps": 2,
+        "stress": 3,
+        "body_battery": 2,
+        "sleep": 5,
+        "respiratory_rate": 2,
+        "hrv_rmssd": 1,
+    }
+    day = next(r for r in records if r.metric == "steps" and r.value == 9120)
+    assert day.start.isoformat() == "2026-11-17T00:00:00+01:00"
+    assert day.end - day.start == timedelta(days=1)
+    stress = {r.label: r.value for r in records if r.metric == "stress"}
+    assert stress == {"": 31, "awake": 38, "asleep": 14}  # the -1 "no data" day is dropped
+    nights = [r for r in records if r.metric == "sleep"]
+    sleep = {r.label: r.value for r in nights[:4]}
+    assert sleep == {"deep": 90, "core": 260, "rem": 80, "awake": 26}  # light -> core
+    assert nights[0].start.isoformat() == "2026-11-17T23:14:00+01:00"
+    assert nights[4].start.isoformat() == "2026-11-20T23:00:00-05:00"
+    hrv = next(r for r in records if r.metric == "hrv_rmssd")
+    assert hrv.value == 48 and hrv.label == "night"
+
+
+def test_missing_files_are_tolerated(ctx, tmp_path):
+    path = _export(tmp_path, {"DI-Connect-Wellness/1_sleepData.json": json.dumps(SLEEP)})
+    assert Counter(r.metric for r in garmin_export.read(path, ctx)) == {
+        "sleep": 5,
+        "respiratory_rate": 1,
+    }
+
+
+def test_import_then_reimport(store, ctx, tmp_path):
+    path = _full(tmp_path)
+    first = import_file(store, "garmin-export", path, ctx)
+    assert first.new == first.records == store.count(Reading) == 17
+    again = import_file(store, "garmin-export", path, ctx, force=True)
+    assert again.new == 0 and store.count(Reading) == 17
+
+
+@pytest.mark.parametrize(
+    ("files", "needle"),
+    [
+        ({"readme.txt": "hi"}, "is this a Garmin"),
+        ({"DI-Connect-Wellness/1_sleepData.json": "{not json"}, "not valid JSON"),
+    ],
+)
+def test_bad_exports(store, ctx, tmp_path, files, needle):
+    path = _export(tmp_path, files)
+    with pytest.raises(InputError, match=needle) as err:
+        import_file(store, "garmin-export", path, ctx)
+    assert str(path) in str(err.value)
+    assert store.count(Reading) == 0
+
+
+def test_an_unreadable_day_is_skipped_with_a_warning_and_the_rest_kept(
+    store, ctx, tmp_path, caplog
+):
+    # One bad night in years of data must not cost the person the whole export.
+    good = {"calendarDate": "2026-11-01", "restingHeartRate": 55, "totalSteps": 8000}
+    bad = {"sleepStartTimestampGMT": "yesterday", "sleepEndTimestampGMT": "x"}
+    path = _export(
+        tmp_path,
+        {
+            "DI-Connect-Wellness/1_sleepData.json": json.dumps([bad]),
+            "DI-Connect-Aggregator/UDSFile_2026-11-01_2026-11-02.json": json.dumps([good]),
+        },
+    )
+    summary = import_file(store, "garmin-export", path, ctx)
+    assert summary.skipped == {"garmin day": 1}
+    assert store.count(Reading) == summary.new == 2  # the good day's resting HR and steps
+    assert any("unreadable entry" in r.message for r in caplog.records)
+
+
+def test_fit_files_inside_the_export_are_read(ctx, tmp_path):
+
+    monitor = shared_path("garmin", "fit", "MonitoringFile.fit").read_bytes()
+    path = _export(tmp_path, {"DI-Connect-Monitor/1_WELLNESS_Monitoring.fit": monitor})
+    records = list(garmin_export.read(path, ctx))
+    assert Counter(r.metric for r in records) == {"steps": 79}
+    assert sum(r.value for r in records) == 3173
+    broken = _export(tmp_path, {"DI-Connect-Monitor/x.fit": monitor[:-2] + b"\0\0"}, "bad.zip")
+    with pytest.raises(
+        InputError, match=r"bad\.zip: DI_CONNECT/DI-Connect-Monitor/x\.fit: not a readable FIT"
+    ):
+        list(garmin_export.read(broken, ctx))
