@@ -49,7 +49,7 @@ STAGES = {"deep": "deep", "light": "core", "rem": "rem", "awake": "awake"}
 ORIGIN = {"uds": "Garmin daily summary", "sleep": "Garmin sleep", "health": "Garmin health status"}
 
 
-def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
+def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord | Skipped]:
     """Yield the readings of every known file in the export."""
     path = Path(path)
     with open_zip(path, "Garmin export") as archive:
@@ -69,14 +69,22 @@ def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:
         )
 
 
+# Reads one member of the export: its records, or a Skipped for an unreadable entry.
+MemberReader = Callable[
+    [Path, zipfile.ZipFile, zipfile.ZipInfo, ReadContext], Iterator[ReadingRecord | Skipped]
+]
+
+
 def _json_member(
     entry_reader: Callable[[dict[str, Any], ReadContext], Iterator[ReadingRecord]],
-) -> Callable[[Path, zipfile.ZipFile, zipfile.ZipInfo, ReadContext], Iterator[ReadingRecord]]:
+) -> Callable[
+    [Path, zipfile.ZipFile, zipfile.ZipInfo, ReadContext], Iterator[ReadingRecord | Skipped]
+]:
     """A member reader for a JSON file of per-day entries."""
 
     def member(
         path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, ctx: ReadContext
-    ) -> Iterator[ReadingRecord]:
+    ) -> Iterator[ReadingRecord | Skipped]:
         doc = _json(path, info.filename, read_member(path, archive, info, MAX_JSON))
         for entry in _entries(doc):
             try:

@@ -12,7 +12,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any, TypeVar
 
 from bridge.errors import SourceError
-from connectors.base import EventRecord, ReadingRecord, ReplaceScope, Skipped
+from connectors.base import ReadingRecord, Record, Skipped
 from connectors.http import RETRY_NEXT_SYNC
 
 # The stages laid out from sleep start, in this order, when a source gives only totals.
@@ -39,9 +39,7 @@ class Cancellation:
 @dataclass
 class PullResult:
     # Skipped: a malformed record, counted and warned about by the writer like in imports.
-    records: list[ReadingRecord | EventRecord | ReplaceScope | Skipped] = field(
-        default_factory=list
-    )
+    records: list[Record] = field(default_factory=list)
     cancellations: list[Cancellation] = field(default_factory=list)
     cursors: Cursors = field(default_factory=dict)
     requests: int = 0

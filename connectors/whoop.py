@@ -279,7 +279,9 @@ def _revision(records: list[ReadingRecord], key: str) -> list[ReadingRecord]:
     return records
 
 
-def recovery_records(raw: dict[str, Any], wake_times: dict[str, datetime]) -> list[ReadingRecord]:
+def recovery_records(
+    raw: dict[str, Any], wake_times: dict[str, datetime | None]
+) -> list[ReadingRecord]:
     """Recovery, RMSSD and resting HR, dated at the wake-up of the sleep they come from."""
     score = _scored(raw)
     if score is None:

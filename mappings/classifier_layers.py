@@ -49,8 +49,8 @@ def context_guess(event: EventInfo) -> Classification | None:
         # A weekly block of one to four hours that nobody else is invited to is, in
         # published calendars, nearly always a class from a timetable.
         return Classification("LEARN", 0.5, "context", "recurring block, no attendees")
-    long_night = duration >= 300 and event.start_hour is not None
-    if long_night and (event.start_hour >= 21 or event.start_hour <= 1):
+    hour = event.start_hour
+    if duration >= 300 and hour is not None and (hour >= 21 or hour <= 1):
         return Classification("SLEEP", 0.55, "context", "long block overnight")
     return None
 

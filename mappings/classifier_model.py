@@ -57,7 +57,7 @@ SVM_C = 0.5
 def _char_grams(word: str, lo: int, hi: int) -> list[str]:
     """The `char_wb` n-grams of one word, exactly as scikit-learn makes them."""
     padded = f" {word} "
-    out = []
+    out: list[str] = []
     for n in range(lo, hi + 1):
         if n > len(padded):
             break
@@ -105,7 +105,9 @@ class LearnedModel:
         if len(cache) > 200_000:  # a long-running daemon sees an open-ended set of words
             cache.clear()
         lo, hi = self.char_range
-        char_ptr, char_cols, word_ptr, word_cols = [0], [], [0], []
+        char_ptr, word_ptr = [0], [0]
+        char_cols: list[int] = []
+        word_cols: list[int] = []
         for text in texts:
             for w in text.split():
                 hit = cache.get(w)

@@ -137,9 +137,9 @@ def _stages(s: pd.DataFrame, sid: np.ndarray, out: pd.DataFrame) -> None:
             s["start"].to_numpy()[is_stage],
             s["end"].to_numpy()[is_stage],
         )
-        minutes = np.zeros(len(pairs) * len(STAGES))
-        minutes[lengths.index.to_numpy()] = lengths.to_numpy() / NS_PER_MIN
-        minutes = minutes.reshape(len(pairs), len(STAGES))
+        flat = np.zeros(len(pairs) * len(STAGES))
+        flat[lengths.index.to_numpy()] = lengths.to_numpy() / NS_PER_MIN
+        minutes = flat.reshape(len(pairs), len(STAGES))
         total = minutes.sum(axis=1)
         p_sid, p_origin = pairs // len(origin_names), pairs % len(origin_names)
         # Best per session: most staged minutes, then the first origin by name.

@@ -81,7 +81,11 @@ def count(tasks: Tasks, as_of: np.ndarray, day_lo: np.ndarray) -> TaskCounts:
     n = len(as_of)
     out = TaskCounts(
         np.zeros(n, dtype=bool),
-        *(np.zeros(n) for _ in range(5)),
+        np.zeros(n),
+        np.zeros(n),
+        np.zeros(n),
+        np.zeros(n),
+        np.zeros(n),
         np.full(n, np.nan),
         [{} for _ in range(n)],
     )

@@ -14,13 +14,14 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
 from bridge.errors import BridgeError
 
 if TYPE_CHECKING:
+    from typer.core import _click  # typer ships its own click: its Context, not click's
+
     from bridge.config import Settings
     from bridge.store import Store
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 class _Group(TyperGroup):
     """Turns library errors into one line on stderr and exit code 2, in one place."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: _click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except BridgeError as err:

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from bridge.config import Settings
 from bridge.errors import ConfigError, InputError
 from bridge.files import FILE_MODE, private_dir
-from bridge.store import Store, upsert
+from bridge.store import Store, rows_changed, upsert
 from bridge.store.db import utcnow
 from bridge.store.models import LLMAnswer
 from mappings.classifier import KeywordClassifier, RulesError
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 
 from sqlalchemy import update
+from sqlmodel import col
 
 from bridge.learning.corrections import corrections
 from bridge.store.models import CalendarEvent
@@ -92,7 +93,7 @@ def llm_client(
     )
     if store is not None:
         with store.session() as session:
-            rows = session.execute(select(LLMAnswer).where(LLMAnswer.model == client.model))
+            rows = session.execute(select(LLMAnswer).where(col(LLMAnswer.model) == client.model))
             client.cache = {r.title_key: (r.action, r.confidence) for r in rows.scalars()}
         day, _, count = (store.get_meta(LLM_CALLS_KEY) or "").partition(" ")
         client.calls = int(count) if day == _today(settings) and count.isdigit() else 0
@@ -221,7 +222,7 @@ def classify_events(store: Store, settings: Settings) -> int:
     changed = store.get_meta(CLASSIFIER_VERSION_KEY) != version
     stmt = select(CalendarEvent)
     if not changed:
-        todo = CalendarEvent.classified_hash != CalendarEvent.content_hash
+        todo = col(CalendarEvent.classified_hash) != col(CalendarEvent.content_hash)
         if classifier.llm is not None:
             todo = todo | (CalendarEvent.action == UNCLASSIFIED)
         stmt = stmt.where(todo)
@@ -252,16 +253,18 @@ def classify_events(store: Store, settings: Settings) -> int:
             if (ev.action, ev.action_confidence, ev.action_layer, ev.classified_hash) == new:
                 continue
             # Only if the event is unchanged since it was read (a sync may run meanwhile).
-            relabelled += session.execute(
-                update(CalendarEvent)
-                .where(CalendarEvent.id == ev.id, CalendarEvent.content_hash == ev.content_hash)
-                .values(
-                    action=result.action,
-                    action_confidence=result.confidence,
-                    action_layer=result.layer,
-                    classified_hash=ev.content_hash,
+            relabelled += rows_changed(
+                session.execute(
+                    update(CalendarEvent)
+                    .where(CalendarEvent.id == ev.id, CalendarEvent.content_hash == ev.content_hash)
+                    .values(
+                        action=result.action,
+                        action_confidence=result.confidence,
+                        action_layer=result.layer,
+                        classified_hash=ev.content_hash,
+                    )
                 )
-            ).rowcount
+            )
         if changed:
             store.set_meta(session, CLASSIFIER_VERSION_KEY, version)
     save_llm_state(store, settings, classifier.llm)  # type: ignore[arg-type]

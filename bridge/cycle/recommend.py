@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
+from sqlmodel import col
 
 from bridge.clock import target_slot
 from bridge.config import Settings
@@ -65,9 +66,9 @@ def busy_between(store: Store, lo: datetime, hi: datetime) -> list[Interval]:
     with store.session() as session:
         rows = session.execute(
             select(*cols).where(
-                CalendarEvent.start_utc < hi,
-                CalendarEvent.end_utc > lo,
-                CalendarEvent.status != "cancelled",
+                col(CalendarEvent.start_utc) < hi,
+                col(CalendarEvent.end_utc) > lo,
+                col(CalendarEvent.status) != "cancelled",
             )
         ).all()
     return busy_blocks(dict(zip(EVENT_FIELDS, row, strict=True)) for row in rows)
@@ -147,25 +148,25 @@ def observation_for(
         snap = session.execute(
             select(MeterSnapshot)
             .where(
-                (MeterSnapshot.local_date < key.local_date)
+                (col(MeterSnapshot.local_date) < key.local_date)
                 | ((MeterSnapshot.local_date == key.local_date) & (MeterSnapshot.slot <= key.slot))
             )
-            .order_by(MeterSnapshot.local_date.desc(), MeterSnapshot.slot.desc())
+            .order_by(col(MeterSnapshot.local_date).desc(), col(MeterSnapshot.slot).desc())
             .limit(1)
         ).scalar_one_or_none()
         lo, hi = slot_bounds(key, settings.tz, settings.boundaries)
         # An event already over is not "scheduled": a morning run at 07:00 must not make
         # EXERCISE look planned for a window at 08:40.
         event = session.execute(
-            select(CalendarEvent.action)
+            select(col(CalendarEvent.action))
             .where(
-                CalendarEvent.start_utc < hi,
-                CalendarEvent.end_utc > max(lo, now),
-                CalendarEvent.status != "cancelled",
-                CalendarEvent.all_day.is_(False),
-                CalendarEvent.action.in_(ACTIONS),
+                col(CalendarEvent.start_utc) < hi,
+                col(CalendarEvent.end_utc) > max(lo, now),
+                col(CalendarEvent.status) != "cancelled",
+                col(CalendarEvent.all_day).is_(False),
+                col(CalendarEvent.action).in_(ACTIONS),
             )
-            .order_by(CalendarEvent.start_utc)
+            .order_by(col(CalendarEvent.start_utc))
             .limit(1)
         ).scalar_one_or_none()
     obs: dict[str, Any] = {
@@ -333,7 +334,8 @@ def _existing(store: Store, key: SlotKey) -> Recommendation | None:
     with store.session() as session:
         return session.execute(
             select(Recommendation).where(
-                Recommendation.local_date == key.local_date, Recommendation.slot == key.slot
+                col(Recommendation.local_date) == key.local_date,
+                col(Recommendation.slot) == key.slot,
             )
         ).scalar_one_or_none()
 
@@ -354,14 +356,14 @@ def reschedule(
         if rec is None:
             return None
         done = session.execute(
-            select(Recommendation).where(Recommendation.rescheduled_from == rec_id)
+            select(Recommendation).where(col(Recommendation.rescheduled_from) == rec_id)
         ).scalar_one_or_none()
         if done is not None:
             return done
         taken = {
             (r.local_date, r.slot)
             for r in session.execute(
-                select(Recommendation).where(Recommendation.local_date >= rec.local_date)
+                select(Recommendation).where(col(Recommendation.local_date) >= rec.local_date)
             ).scalars()
         }
     need = min_minutes(settings)[rec.action]

@@ -11,9 +11,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
+from sqlmodel import col
 
 from bridge.config import Settings
-from bridge.store import Store
+from bridge.store import Store, rows_changed
 from bridge.store.models import Task
 
 TASKS_VERSION_KEY = "classifier.tasks_version"
@@ -25,13 +26,13 @@ def classify_tasks(store: Store, settings: Settings) -> int:
     from mappings.classifier import EventInfo, calendar_kind
 
     with store.session() as session:
-        if session.execute(select(Task.id).limit(1)).first() is None:
+        if session.execute(select(col(Task.id)).limit(1)).first() is None:
             return 0  # no task source: not even the classifier is built
     classifier = build_classifier(settings, store)
     version = classifier.version
-    stmt = select(Task).where(Task.deleted.is_(False))
+    stmt = select(Task).where(col(Task.deleted).is_(False))
     if store.get_meta(TASKS_VERSION_KEY) == version:
-        stmt = stmt.where(Task.classified_hash != Task.content_hash)
+        stmt = stmt.where(col(Task.classified_hash) != col(Task.content_hash))
     with store.session() as session:
         rows = session.execute(stmt).scalars().all()
     results = classifier.classify_many(
@@ -55,15 +56,17 @@ def classify_tasks(store: Store, settings: Settings) -> int:
             new = (result.action, result.confidence, task.content_hash)
             if (task.action, task.action_confidence, task.classified_hash) == new:
                 continue
-            relabelled += session.execute(
-                update(Task)
-                .where(Task.id == task.id, Task.content_hash == task.content_hash)
-                .values(
-                    action=result.action,
-                    action_confidence=result.confidence,
-                    classified_hash=task.content_hash,
+            relabelled += rows_changed(
+                session.execute(
+                    update(Task)
+                    .where(Task.id == task.id, Task.content_hash == task.content_hash)
+                    .values(
+                        action=result.action,
+                        action_confidence=result.confidence,
+                        classified_hash=task.content_hash,
+                    )
                 )
-            ).rowcount
+            )
         store.set_meta(session, TASKS_VERSION_KEY, version)
     save_llm_state(store, settings, classifier.llm)  # type: ignore[arg-type]  # its budget
     return relabelled
@@ -76,18 +79,23 @@ def task_observation(store: Store, lo: datetime, hi: datetime) -> dict[str, Any]
     """What a slot [lo, hi) holds of the person's open tasks: the ones with a due time in
     it, and how many are overdue at its start. Empty without a task source, so the
     observations of everyone else stay exactly as they were."""
-    open_ = (Task.status == "open") & Task.deleted.is_(False)
+    open_ = (col(Task.status) == "open") & col(Task.deleted).is_(False)
     with store.session() as session:
-        if session.execute(select(Task.id).limit(1)).first() is None:
+        if session.execute(select(col(Task.id)).limit(1)).first() is None:
             return {}
         due = session.execute(
-            select(Task.title, Task.action, Task.due_utc)
-            .where(open_, Task.due_utc >= lo, Task.due_utc < hi, Task.due_all_day.is_(False))
-            .order_by(Task.due_utc, Task.id)
+            select(col(Task.title), col(Task.action), col(Task.due_utc))
+            .where(
+                open_,
+                col(Task.due_utc) >= lo,
+                col(Task.due_utc) < hi,
+                col(Task.due_all_day).is_(False),
+            )
+            .order_by(col(Task.due_utc), col(Task.id))
             .limit(MAX_DUE_IN_OBSERVATION)
         ).all()
         overdue = session.execute(
-            select(func.count(Task.id)).where(open_, Task.due_utc < lo)
+            select(func.count(col(Task.id))).where(open_, col(Task.due_utc) < lo)
         ).scalar_one()
     return {
         "tasks_due": [

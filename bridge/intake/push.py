@@ -248,11 +248,12 @@ def _record_error(store: Store, device: str, now: datetime, error: str) -> None:
 def devices(store: Store) -> list[dict[str, Any]]:
     """Each device's last push, for `status`."""
     from sqlalchemy import select
+    from sqlmodel import col
 
     with store.session() as session:
         rows = session.execute(
             select(SyncState)
-            .where(SyncState.source == SOURCE, SyncState.stream == DEVICE_STREAM)
+            .where(col(SyncState.source) == SOURCE, col(SyncState.stream) == DEVICE_STREAM)
             .order_by(SyncState.partition)
         ).scalars()
         return [

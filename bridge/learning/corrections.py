@@ -12,9 +12,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, select
+from sqlmodel import col
 
 from bridge.errors import BridgeError, InputError
-from bridge.store import Store, upsert
+from bridge.store import Store, rows_changed, upsert
 from bridge.store.db import utcnow
 from bridge.store.models import CalendarEvent, ClassifierCorrection
 from mappings.actions import ACTIONS, NOT_AN_ACTION
@@ -57,16 +58,16 @@ def remove_correction(store: Store, title: str) -> bool:
     pattern = title_pattern(title)
     with store.transaction() as session:
         gone = session.execute(
-            delete(ClassifierCorrection).where(ClassifierCorrection.pattern == pattern)
+            delete(ClassifierCorrection).where(col(ClassifierCorrection.pattern) == pattern)
         )
-        return bool(gone.rowcount)
+        return bool(rows_changed(gone))
 
 
 def corrections(store: Store) -> list[ClassifierCorrection]:
     """Every stored correction, oldest change first (so later ones win)."""
     with store.session() as session:
         stmt = select(ClassifierCorrection).order_by(
-            ClassifierCorrection.updated_at, ClassifierCorrection.id
+            col(ClassifierCorrection.updated_at), col(ClassifierCorrection.id)
         )
         return list(session.execute(stmt).scalars())
 
@@ -97,6 +98,8 @@ def correct_event_label(store: Store, event_id: int, action: str) -> dict[str, A
     add_correction(store, title, action, channel="web")
     with store.transaction() as session:
         ev = session.get(CalendarEvent, event_id)
+        if ev is None:  # deleted by a pull between the two transactions
+            raise UnknownEvent(f"no calendar event with id {event_id}")
         changed = (ev.action, ev.action_layer) != (action, USER_LAYER)
         if changed:
             # updated_at stays: a relabel is not a calendar change (implicit feedback reads it)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import select
+from sqlmodel import col
 
 from bridge.errors import BridgeError, InputError
 from bridge.store import Store, upsert
@@ -51,6 +52,6 @@ def record_feedback(
             > 0
         )
         fb = session.execute(
-            select(Feedback).where(Feedback.recommendation_id == recommendation_id)
+            select(Feedback).where(col(Feedback.recommendation_id) == recommendation_id)
         ).scalar_one()
     return fb, created

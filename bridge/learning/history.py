@@ -7,6 +7,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from sqlalchemy import select
+from sqlmodel import col
 
 from bridge.store import Store
 from bridge.store.models import Feedback, MeterSnapshot, Recommendation
@@ -34,14 +35,14 @@ def interaction_history(
     with store.session() as session:
         rows = session.execute(
             select(Recommendation, Feedback)
-            .join(Feedback, Feedback.recommendation_id == Recommendation.id)
-            .where(Recommendation.local_date >= since)
-            .order_by(Recommendation.local_date, Recommendation.slot)
+            .join(Feedback, col(Feedback.recommendation_id) == col(Recommendation.id))
+            .where(col(Recommendation.local_date) >= since)
+            .order_by(col(Recommendation.local_date), col(Recommendation.slot))
         ).all()
         snaps = {
             (s.local_date, s.slot): s
             for s in session.execute(
-                select(MeterSnapshot).where(MeterSnapshot.local_date >= since)
+                select(MeterSnapshot).where(col(MeterSnapshot.local_date) >= since)
             ).scalars()
         }
     history = []

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import delete, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from bridge.config import Settings
 from bridge.learning.feedback import record_feedback
@@ -55,11 +55,11 @@ def _verdict(
     matching = (
         session.execute(
             select(CalendarEvent).where(
-                CalendarEvent.action == rec.action,
-                CalendarEvent.status != "cancelled",
-                CalendarEvent.all_day.is_(False),
-                CalendarEvent.start_utc < hi,
-                CalendarEvent.end_utc > lo,
+                col(CalendarEvent.action) == rec.action,
+                col(CalendarEvent.status) != "cancelled",
+                col(CalendarEvent.all_day).is_(False),
+                col(CalendarEvent.start_utc) < hi,
+                col(CalendarEvent.end_utc) > lo,
             )
         )
         .scalars()
@@ -68,7 +68,7 @@ def _verdict(
     watched = {
         w.event_id: w.seen_at
         for w in session.execute(
-            select(ImplicitWatch).where(ImplicitWatch.recommendation_id == rec.id)
+            select(ImplicitWatch).where(col(ImplicitWatch.recommendation_id) == rec.id)
         ).scalars()
     }
     # An event is known by (source, calendar, uid): some sources store a moved event as a
@@ -76,7 +76,7 @@ def _verdict(
     seen: dict[tuple[str, str, str], datetime] = {}
     if watched:
         for ev in session.execute(
-            select(CalendarEvent).where(CalendarEvent.id.in_(list(watched)))
+            select(CalendarEvent).where(col(CalendarEvent.id).in_(list(watched)))
         ).scalars():
             seen[_identity(ev)] = watched[ev.id]
     inside = {ev.id: ev for ev in matching}
@@ -90,13 +90,13 @@ def _verdict(
         if identity in inside_ids:
             continue
         moved = session.execute(
-            select(CalendarEvent.id).where(
-                CalendarEvent.source == identity[0],
-                CalendarEvent.calendar_id == identity[1],
-                CalendarEvent.uid == identity[2],
-                CalendarEvent.status != "cancelled",
-                CalendarEvent.action == rec.action,
-                CalendarEvent.updated_at > seen_at,
+            select(col(CalendarEvent.id)).where(
+                col(CalendarEvent.source) == identity[0],
+                col(CalendarEvent.calendar_id) == identity[1],
+                col(CalendarEvent.uid) == identity[2],
+                col(CalendarEvent.status) != "cancelled",
+                col(CalendarEvent.action) == rec.action,
+                col(CalendarEvent.updated_at) > seen_at,
             )
         ).first()
         if moved:
@@ -114,9 +114,9 @@ def detect(store: Store, settings: Settings, now: datetime) -> ImplicitReport:
         open_recs = (
             session.execute(
                 select(Recommendation)
-                .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
-                .where(Feedback.id.is_(None))
-                .order_by(Recommendation.local_date, Recommendation.slot)
+                .outerjoin(Feedback, col(Feedback.recommendation_id) == col(Recommendation.id))
+                .where(col(Feedback.id).is_(None))
+                .order_by(col(Recommendation.local_date), col(Recommendation.slot))
             )
             .scalars()
             .all()
@@ -130,7 +130,7 @@ def detect(store: Store, settings: Settings, now: datetime) -> ImplicitReport:
                 session.execute(
                     delete(ImplicitWatch).where(
                         ImplicitWatch.recommendation_id == rec.id,
-                        ImplicitWatch.event_id.not_in(list(inside)),
+                        col(ImplicitWatch.event_id).not_in(list(inside)),
                     )
                 )
                 upsert(

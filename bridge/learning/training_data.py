@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
+from sqlmodel import col
 
 from bridge.clock import current_slot
 from bridge.errors import InputError
@@ -41,8 +42,8 @@ def training_examples(store: Any, settings: Any) -> Iterator[dict[str, Any]]:
     with store.session() as session:
         rows = session.execute(
             select(Recommendation, Feedback)
-            .join(Feedback, Feedback.recommendation_id == Recommendation.id)
-            .order_by(Recommendation.local_date, Recommendation.slot)
+            .join(Feedback, col(Feedback.recommendation_id) == col(Recommendation.id))
+            .order_by(col(Recommendation.local_date), col(Recommendation.slot))
         ).all()
     for rec, fb in rows:
         if fb.response not in REWARD or fb.response == "expired":

@@ -12,6 +12,7 @@ import hashlib
 from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import select
+from sqlmodel import col
 
 from bridge.store import Store
 from bridge.store.models import Feedback, Recommendation
@@ -29,9 +30,12 @@ def feed_entries(store: Store, today: date) -> list[tuple[Recommendation, Feedba
     with store.session() as session:
         rows = session.execute(
             select(Recommendation, Feedback)
-            .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
-            .where(Recommendation.local_date >= since, Recommendation.window_start.is_not(None))
-            .order_by(Recommendation.local_date, Recommendation.slot)
+            .outerjoin(Feedback, col(Feedback.recommendation_id) == col(Recommendation.id))
+            .where(
+                col(Recommendation.local_date) >= since,
+                col(Recommendation.window_start).is_not(None),
+            )
+            .order_by(col(Recommendation.local_date), col(Recommendation.slot))
         ).all()
     return [(rec, fb) for rec, fb in rows if in_feed(rec, fb)]
 
@@ -63,6 +67,7 @@ def build_feed(store: Store, now: datetime) -> bytes:
         # DTSTAMP: when this entry last changed (its answer), so the bytes stay the same
         # between changes and a client's conditional request gets 304.
         ev.add("dtstamp", (fb.created_at if fb else rec.created_at).astimezone(UTC))
+        assert rec.window_start and rec.window_end  # feed_entries() reads only placed ones
         ev.add("dtstart", rec.window_start.astimezone(UTC))
         ev.add("dtend", rec.window_end.astimezone(UTC))
         ev.add("summary", rec.action.replace("_", " ").capitalize())

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
+from sqlmodel import col
 
 from bridge.config import Settings
 from bridge.errors import BridgeError
@@ -198,13 +199,14 @@ def planned(store: Store, settings: Settings, now: datetime) -> list[Op]:
     with store.session() as session:
         rows = session.execute(
             select(Recommendation, Feedback, GoogleWrite)
-            .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
-            .outerjoin(GoogleWrite, GoogleWrite.recommendation_id == Recommendation.id)
-            .where(Recommendation.window_start.is_not(None))
+            .outerjoin(Feedback, col(Feedback.recommendation_id) == col(Recommendation.id))
+            .outerjoin(GoogleWrite, col(GoogleWrite.recommendation_id) == col(Recommendation.id))
+            .where(col(Recommendation.window_start).is_not(None))
             .where(
-                (GoogleWrite.id.is_not(None)) | (Recommendation.window_end > now.astimezone(UTC))
+                (col(GoogleWrite.id).is_not(None))
+                | (col(Recommendation.window_end) > now.astimezone(UTC))
             )
-            .order_by(Recommendation.window_start)
+            .order_by(col(Recommendation.window_start))
         ).all()
     deletes: list[Op] = []
     writes: list[Op] = []

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 from sqlalchemy import select
+from sqlmodel import col
 
 from bridge.config import Settings
 from bridge.out.snapshot import recommendation_document
@@ -184,7 +185,7 @@ def _claim(store: Store, rec_id: int, channel: str) -> bool:
         )
         row = session.execute(
             select(Notification).where(
-                Notification.recommendation_id == rec_id, Notification.channel == channel
+                col(Notification.recommendation_id) == rec_id, col(Notification.channel) == channel
             )
         ).scalar_one()
         fresh = row.attempts == 0 and row.status == "sending"
@@ -199,7 +200,7 @@ def _finish(store: Store, rec_id: int, channel: str, error: str | None) -> None:
     with store.transaction() as session:
         row = session.execute(
             select(Notification).where(
-                Notification.recommendation_id == rec_id, Notification.channel == channel
+                col(Notification.recommendation_id) == rec_id, col(Notification.channel) == channel
             )
         ).scalar_one()
         row.status = "failed" if error else "sent"
@@ -227,7 +228,7 @@ def notify_recommendation(
     _, end = slot_bounds(SlotKey(rec.local_date, rec.slot), settings.tz, settings.boundaries)
     with store.session() as session:
         answered = session.execute(
-            select(Feedback.id).where(Feedback.recommendation_id == rec.id)
+            select(col(Feedback.id)).where(col(Feedback.recommendation_id) == rec.id)
         ).first()
     if answered or now >= end:
         return {}

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import delete, select
+from sqlmodel import col
 
 from bridge.config import Settings
 from bridge.files import private_dir
@@ -152,7 +153,7 @@ def clear_no_window(store: Store) -> None:
     if store.get_meta(NO_WINDOW_META) is None:
         return
     with store.transaction() as session:
-        session.execute(delete(Meta).where(Meta.key == NO_WINDOW_META))
+        session.execute(delete(Meta).where(col(Meta.key) == NO_WINDOW_META))
 
 
 def no_window_document(
@@ -203,7 +204,7 @@ def answer_of(store: Store, recommendation_id: int | None) -> Feedback | None:
         return None
     with store.session() as session:
         return session.execute(
-            select(Feedback).where(Feedback.recommendation_id == recommendation_id)
+            select(Feedback).where(col(Feedback.recommendation_id) == recommendation_id)
         ).scalar_one_or_none()
 
 
@@ -213,12 +214,12 @@ def upcoming_recommendation(
     """The recommendation for `key`, else the first one after it (a busy slot's moved on)."""
     row = session.execute(
         select(Recommendation, Feedback)
-        .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
+        .outerjoin(Feedback, col(Feedback.recommendation_id) == col(Recommendation.id))
         .where(
-            (Recommendation.local_date > key.local_date)
+            (col(Recommendation.local_date) > key.local_date)
             | ((Recommendation.local_date == key.local_date) & (Recommendation.slot >= key.slot))
         )
-        .order_by(Recommendation.local_date, Recommendation.slot)
+        .order_by(col(Recommendation.local_date), col(Recommendation.slot))
         .limit(1)
     ).first()
     return (row[0], row[1]) if row else None
@@ -247,8 +248,11 @@ def current_recommendation(
             cur = current_slot(settings, now)
             row = session.execute(
                 select(Recommendation, Feedback)
-                .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
-                .where(Recommendation.local_date == cur.local_date, Recommendation.slot == cur.slot)
+                .outerjoin(Feedback, col(Feedback.recommendation_id) == col(Recommendation.id))
+                .where(
+                    col(Recommendation.local_date) == cur.local_date,
+                    col(Recommendation.slot) == cur.slot,
+                )
             ).first()
             found = (row[0], row[1]) if row else None
     return answered_document(*found, settings.tz) if found else None
@@ -264,11 +268,11 @@ def events_of_day(
             session.execute(
                 select(CalendarEvent)
                 .where(
-                    CalendarEvent.start_utc < hi,
-                    CalendarEvent.end_utc > lo,
-                    CalendarEvent.status != "cancelled",
+                    col(CalendarEvent.start_utc) < hi,
+                    col(CalendarEvent.end_utc) > lo,
+                    col(CalendarEvent.status) != "cancelled",
                 )
-                .order_by(CalendarEvent.start_utc, CalendarEvent.title)
+                .order_by(col(CalendarEvent.start_utc), col(CalendarEvent.title))
             )
             .scalars()
             .all()
@@ -318,8 +322,8 @@ def slot_documents(store: Store, since: date, until: SlotKey) -> list[dict[str, 
         snaps = (
             session.execute(
                 select(MeterSnapshot)
-                .where(MeterSnapshot.local_date >= since)
-                .order_by(MeterSnapshot.local_date, MeterSnapshot.slot)
+                .where(col(MeterSnapshot.local_date) >= since)
+                .order_by(col(MeterSnapshot.local_date), col(MeterSnapshot.slot))
             )
             .scalars()
             .all()

@@ -229,7 +229,7 @@ class LinearTSRunner:
         )
 
 
-TS_GRID = {
+TS_GRID: dict[str, tuple[float, ...]] = {
     "explore": (0.25, 0.5, 1.0),
     "slot_sd": (0.25, 0.5, 0.8),
     "meter_sd": (0.1, 0.5, 1.5),

@@ -123,7 +123,7 @@ def calibration(episodes: list[Episode]) -> dict[str, Any] | None:
     p, y = np.array(pairs).T
     p = np.clip(p, 0.0, 1.0)
     idx = np.minimum((p * CALIBRATION_BINS).astype(int), CALIBRATION_BINS - 1)
-    table = []
+    table: list[dict[str, Any]] = []
     for b in range(CALIBRATION_BINS):
         sel = idx == b
         n = int(sel.sum())

@@ -219,11 +219,8 @@ def fit_experts(
 
 
 def _write(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-    np.savez_compressed(
-        path,
-        meta=np.array(json.dumps(meta, sort_keys=True)),
-        **{k: v.astype(np.float32) for k, v in arrays.items()},
-    )
+    payload: dict[str, Any] = {k: v.astype(np.float32) for k, v in arrays.items()}
+    np.savez_compressed(path, meta=np.array(json.dumps(meta, sort_keys=True)), **payload)
 
 
 def train(

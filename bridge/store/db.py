@@ -7,9 +7,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Engine, create_engine, event, inspect, or_, select
+from sqlalchemy import CursorResult, Engine, Result, create_engine, event, inspect, or_, select
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, SQLModel
 
@@ -213,13 +213,18 @@ def upsert(
         return 0
     table = model.__table__  # type: ignore[attr-defined]
     dialect = session.get_bind().dialect.name
+    # The two dialects' INSERTs share the ON CONFLICT API but no common type.
+    stmt: Any
     if dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        stmt = sqlite_insert(table)
     elif dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+        stmt = postgresql_insert(table)
     else:  # pragma: no cover - other backends are not supported for writing
         raise StoreError(f"upsert is not supported on {dialect}; use SQLite or PostgreSQL")
-    stmt = insert(table)
     if update:
         stmt = stmt.on_conflict_do_update(
             index_elements=list(keys),
@@ -250,3 +255,9 @@ _ENCODER = json.JSONEncoder(
 def dumps(value: Any) -> str:
     """Compact, stable JSON for the TEXT columns."""
     return _ENCODER.encode(value)
+
+
+def rows_changed(result: Result[Any]) -> int:
+    """How many rows an UPDATE or DELETE changed (a session types its result as a plain
+    Result, although a DML statement always yields a cursor result)."""
+    return max(0, cast("CursorResult[Any]", result).rowcount or 0)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import select
+from sqlmodel import col
 
 from bridge.config import Settings
 from bridge.errors import InputError
@@ -103,12 +104,12 @@ def _meter_days(store: Store, lo: date, hi: date) -> pd.DataFrame:
     with store.session() as session:
         found = session.execute(
             select(
-                MeterSnapshot.local_date,
-                MeterSnapshot.slot,
-                MeterSnapshot.provenance,
+                col(MeterSnapshot.local_date),
+                col(MeterSnapshot.slot),
+                col(MeterSnapshot.provenance),
                 *(getattr(MeterSnapshot, m) for m in METERS),
                 *(getattr(MeterSnapshot, f"{m}_confidence") for m in METERS),
-            ).where(MeterSnapshot.local_date >= lo, MeterSnapshot.local_date <= hi)
+            ).where(col(MeterSnapshot.local_date) >= lo, col(MeterSnapshot.local_date) <= hi)
         ).all()
     if not found:
         return pd.DataFrame(index=pd.Index([], name="date"))
@@ -186,15 +187,15 @@ def _weekly(table: pd.DataFrame) -> pd.DataFrame:
     monday = [d - timedelta(days=d.weekday()) for d in table.index]
     grouped = table.groupby(pd.Index(monday, name="date"))
     parts = {}
-    for col in table.columns:
-        if col.endswith("_min") or col.endswith("_low"):
-            parts[col] = grouped[col].min()
-        elif col.endswith("_max") or col.endswith("_high"):
-            parts[col] = grouped[col].max()
-        elif col.endswith("_stale"):
-            parts[col] = grouped[col].last()
+    for column in table.columns:
+        if column.endswith("_min") or column.endswith("_low"):
+            parts[column] = grouped[column].min()
+        elif column.endswith("_max") or column.endswith("_high"):
+            parts[column] = grouped[column].max()
+        elif column.endswith("_stale"):
+            parts[column] = grouped[column].last()
         else:
-            parts[col] = grouped[col].mean()
+            parts[column] = grouped[column].mean()
     return pd.DataFrame(parts)
 
 
@@ -222,9 +223,9 @@ def _answers(store: Store, lo: date, hi: date) -> list[dict[str, Any]]:
     with store.session() as session:
         found = session.execute(
             select(Recommendation, Feedback)
-            .join(Feedback, Feedback.recommendation_id == Recommendation.id)
-            .where(Recommendation.local_date >= lo, Recommendation.local_date <= hi)
-            .order_by(Recommendation.local_date, Recommendation.slot)
+            .join(Feedback, col(Feedback.recommendation_id) == col(Recommendation.id))
+            .where(col(Recommendation.local_date) >= lo, col(Recommendation.local_date) <= hi)
+            .order_by(col(Recommendation.local_date), col(Recommendation.slot))
         ).all()
     return [
         {

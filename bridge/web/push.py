@@ -62,7 +62,7 @@ async def spooled_body(
     inflater = zlib.decompressobj(wbits=31) if encoding in ("gzip", "x-gzip") else None
     where.mkdir(mode=0o700, parents=True, exist_ok=True)  # a big body spills to disk here
     # mkstemp's files are 0600: the spool never exposes health data to other users.
-    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY, dir=where)  # noqa: SIM115
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY, dir=str(where))  # noqa: SIM115
     received = written = 0
     try:
         async for chunk in request.stream():

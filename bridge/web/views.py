@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
+from sqlmodel import col
 
 from bridge.config import Settings
 from bridge.out.snapshot import (
@@ -74,8 +75,8 @@ def interaction_history(
     with store.session() as session:
         rows = session.execute(
             select(Recommendation, Feedback)
-            .outerjoin(Feedback, Feedback.recommendation_id == Recommendation.id)
-            .order_by(Recommendation.local_date.desc(), Recommendation.slot.desc())
+            .outerjoin(Feedback, col(Feedback.recommendation_id) == col(Recommendation.id))
+            .order_by(col(Recommendation.local_date).desc(), col(Recommendation.slot).desc())
             .limit(limit)
         ).all()
     return [answered_document(rec, fb, tz) for rec, fb in rows]

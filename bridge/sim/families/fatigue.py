@@ -250,7 +250,9 @@ class FatiguePerson:
     nudges: np.ndarray = field(default_factory=lambda: np.zeros(10))
     _asked: tuple[int, int] | None = None
     _days: list[np.ndarray] = field(default_factory=list)
-    _tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    _tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(
+        default_factory=dict
+    )
     _slots: list[SlotCalendar] = field(default_factory=list)
     _drift_rng: np.random.Generator | None = None
     _cal_rng: np.random.Generator | None = None
