@@ -6,7 +6,7 @@ recurring-ical-events expands RRULE/RDATE/EXDATE and applies moved instances
 instance updates in place instead of appearing twice; an instance moved by a
 `RECURRENCE-ID;RANGE=THISANDFUTURE` change keeps its own original start too. An event
 without a UID gets one derived from its content, so re-reading the file finds it again.
-Real files are odder than RFC 5545 (tests/fixtures/real/): `_repair` fixes what a
+Real files are odder than RFC 5545 (../shared/fixtures/real_files/): `_repair` fixes what a
 calendar app would shrug off (a property written twice, a changed instance without
 DTSTART) before expansion.
 

@@ -73,6 +73,7 @@ def test_tests_mirror_the_package() -> None:
     # What stays at the top tests the whole tree, not one stage.
     assert loose == [
         "test_config.py",
+        "test_docs.py",
         "test_layout.py",
         "test_packaging.py",
         "test_repository.py",

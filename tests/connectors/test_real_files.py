@@ -1,4 +1,4 @@
-"""Real files from public parsers' test suites (tests/fixtures/real/SOURCES.md), imported
+"""Real files from public parsers' test suites (../shared/fixtures/real_files/SOURCES.md), imported
 the way a person would: each is read or refused with one line naming it, never a
 traceback; what the reference parsers read is not refused; every event lands exactly
 once; a forced re-import changes nothing.

@@ -1,6 +1,6 @@
 """Facts a source revises: a day that grows, a night re-scored or moved, counted once.
 
-The bodies are Garmin's real recorded answers (tests/fixtures/garmin/connect_api) and
+The bodies are Garmin's real recorded answers (../shared/fixtures/garmin/connect_api) and
 WHOOP's documented examples, changed the way the services change them between pulls; the
 records go through the real connectors and the real writer (bridge.intake.live.commit).
 """

@@ -44,7 +44,8 @@ def store_answers(store, days, answer):
 
 def test_fitted_adapter_knows_the_person_and_their_dislikes(rhythm_model):
     # A rhythm person read by a model of the rhythm simulator (the shipped model is a
-    # mixture of families; tests/sim/test_sim_families.py and the README measure that one).
+    # mixture of families; tests/sim/test_sim_families.py and docs/evaluation/model.md
+    # measure that one).
     model = load_model(rhythm_model)
     person = people("in", 1)[0]
     runner = BundledRunner(rhythm_model)

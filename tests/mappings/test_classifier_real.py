@@ -56,7 +56,7 @@ def test_no_evaluation_title_is_in_the_training_data(sets):
 
 
 def test_the_shipped_classifier_holds_its_measured_accuracy_on_the_evaluation_set(sets):
-    # A regression floor a little under the figure in the README (0.827 after rounds 12-13):
+    # A regression floor a little under the figure in docs/evaluation/classifier.md (0.823):
     # a rule or training change that loses ground on real calendars fails here.
     items = sets["eval"]
     answers = default_classifier().classify_many([x.event for x in items])

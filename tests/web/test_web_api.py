@@ -385,17 +385,19 @@ def test_the_trend_line_breaks_where_a_slot_has_no_value():
     assert "<polyline" not in empty and "no values in the last 7 days" in empty
 
 
-def test_every_api_route_is_documented_in_the_readme(demo, memory_keyring):
+def test_every_api_route_is_documented_in_the_http_api_reference(demo, memory_keyring):
     from pathlib import Path
 
     settings, store = demo
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    page = (Path(__file__).parents[2] / "docs" / "reference" / "http-api.md").read_text()
     app = create_app(settings, store, host="127.0.0.1")
     api = [r for r in app.routes if getattr(r, "path", "").startswith("/api/")]
     assert len(api) == 7
     for route in api:
         for method in sorted(route.methods - {"HEAD"}):
-            assert f"`{method} {route.path}" in readme, f"{method} {route.path} is not in README"
+            assert f"`{method} {route.path}" in page, (
+                f"{method} {route.path} is not in docs/reference/http-api.md"
+            )
 
 
 def test_an_axis_the_model_is_unsure_of_says_not_sure_yet(demo, memory_keyring):

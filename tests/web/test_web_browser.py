@@ -23,7 +23,7 @@ FLAGS = [
     "--no-first-run",
 ]
 ROOT = Path(__file__).parents[2]
-# Screenshots land here (CI can keep the folder); UPDATE_SCREENSHOT=1 refreshes the README's.
+# Screenshots land here (CI can keep the folder); UPDATE_SCREENSHOT=1 refreshes docs/screenshot.png.
 ARTIFACTS = Path(os.environ.get("RHYTHM_BRIDGE_ARTIFACTS", ROOT / ".artifacts"))
 
 

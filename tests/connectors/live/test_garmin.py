@@ -1,4 +1,4 @@
-"""Garmin Personal API with respx and the real response bodies in tests/fixtures/garmin."""
+"""Garmin Personal API with respx and the real response bodies in ../shared/fixtures/garmin."""
 
 from __future__ import annotations
 
