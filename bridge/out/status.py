@@ -13,13 +13,14 @@ from typing import Any
 from sqlalchemy import func, select
 
 from bridge.config import Settings
-from bridge.errors import BridgeError, auth_command
+from bridge.errors import BridgeError
 from bridge.intake.push import devices
 from bridge.intake.sources import SCHEDULED, get_state, next_due
 from bridge.out.snapshot import iso
 from bridge.store import Store
 from bridge.store.db import schema_version
 from bridge.store.models import CalendarEvent, Reading, Task
+from connectors.registry import auth_command
 
 # Which meters each stored metric feeds, for the freshness report (the inputs of
 # mappings/meter_weights.toml by the metric they are computed from; a test keeps the two
