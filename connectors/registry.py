@@ -200,17 +200,31 @@ SOURCES: tuple[SourceSpec, ...] = (
     ),
 )
 
-BY_NAME: dict[str, SourceSpec] = {s.name: s for s in SOURCES}
+
+def tables(sources: tuple[SourceSpec, ...]) -> dict[str, dict[str, SourceSpec]]:
+    """The lookups below, from a tuple of specs (a test derives them for a fake source)."""
+    scheduled = {s.name: s for s in sources if s.scheduled}
+    return {
+        "BY_NAME": {s.name: s for s in sources},
+        "SCHEDULED": scheduled,
+        "IMPORT_KINDS": {s.cli: s for s in sources if s.imports},
+        "PUSH_KINDS": {s.cli: s for s in sources if s.pushed},
+        "WITH_AUTH": {s.name: s for s in scheduled.values() if s.auth},
+    }
+
+
+_TABLES = tables(SOURCES)
+BY_NAME = _TABLES["BY_NAME"]
 # The scheduled sources by section (config section = stored source = SyncState name).
-SCHEDULED: dict[str, SourceSpec] = {s.name: s for s in SOURCES if s.scheduled}
-IMPORT_KINDS: dict[str, SourceSpec] = {s.cli: s for s in SOURCES if s.imports}
-PUSH_KINDS: dict[str, SourceSpec] = {s.cli: s for s in SOURCES if s.pushed}
-WITH_AUTH: dict[str, SourceSpec] = {s.name: s for s in SCHEDULED.values() if s.auth}
+SCHEDULED = _TABLES["SCHEDULED"]
+IMPORT_KINDS = _TABLES["IMPORT_KINDS"]  # by `rhythm-bridge import` kind
+PUSH_KINDS = _TABLES["PUSH_KINDS"]  # by /api/push/<kind>
+WITH_AUTH = _TABLES["WITH_AUTH"]  # the scheduled sources `rhythm-bridge auth` sets up
 
 
 def section_specs(section: str) -> tuple[SourceSpec, ...]:
     """Every spec a scheduled section runs: its watched-file readers, then its own."""
-    readers = (s for s in SOURCES if s.section == section and not s.scheduled)
+    readers = (s for s in BY_NAME.values() if s.section == section and not s.scheduled)
     return (*readers, SCHEDULED[section])
 
 
@@ -234,10 +248,10 @@ def spelled(names: list[str]) -> str:
 def _check() -> None:
     # Two specs answering to one spelling would make `sync`/`import` pick one silently.
     for table in ("name", "cli"):
-        seen = [getattr(s, table) for s in SOURCES]
-        if len(seen) != len(set(seen)):
+        seen = [getattr(s, table) for s in BY_NAME.values()]
+        if len(seen) != len(set(seen)) or len(BY_NAME) != len(SOURCES):
             raise ValueError(f"connectors.registry: two sources share a {table}")
-    for spec in SOURCES:
+    for spec in BY_NAME.values():
         if spec.section is not None and spec.section not in SCHEDULED:
             raise ValueError(f"{spec.name}: section {spec.section!r} is no scheduled source")
 
