@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -45,10 +47,12 @@ def test_every_reading_an_input_reads_has_a_plausibility_range(spec: InputSpec):
 
 
 @by_name
-def test_an_inputs_builders_are_functions_of_mappings_inputs(spec: InputSpec):
+def test_an_inputs_builders_are_functions_of_mappings_inputs_that_run(spec: InputSpec):
     assert spec.builders and spec.unit and spec.evidence
+    called = inspect.getsource(inputs.all_inputs)
     for name in spec.builders:
         assert callable(getattr(inputs, name, None)), f"{spec.name}: no mappings.inputs.{name}"
+        assert f"{name}(" in called, f"mappings.inputs.all_inputs never calls {name}"
 
 
 def test_signals_and_habits_are_declared_inputs_built_by_their_function():
