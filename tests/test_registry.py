@@ -101,6 +101,20 @@ def test_every_source_with_credentials_can_be_revoked():
         assert spec.auth is not None and spec.auth.credential in spec.auth.secrets
 
 
+# The write-back's consent belongs to [google_write], revoked by `auth google-write --revoke`.
+NOT_A_SOURCES_SECRET = frozenset({"google_calendar:write_token"})
+
+
+@pytest.mark.parametrize("name", sorted(WITH_AUTH))
+def test_every_keyring_entry_a_connector_names_is_in_its_spec(name: str):
+    # `auth status` and `auth revoke` only know the entries the spec lists.
+    spec = WITH_AUTH[name]
+    module = import_module(spec.module)
+    named = {v for k, v in vars(module).items() if k.endswith("_SECRET") and isinstance(v, str)}
+    assert spec.auth is not None
+    assert named - NOT_A_SOURCES_SECRET <= set(spec.auth.secrets), name
+
+
 def test_registry_lookups_cover_every_spec():
     assert list(BY_NAME.values()) == list(SOURCES)
 
