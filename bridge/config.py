@@ -134,6 +134,10 @@ class GarminSettings(SourceSettings):
 
 
 class Sources(_Section):
+    """One section per scheduled source of connectors/registry.py, named as it is there:
+    declared here by hand (the config sits below the connectors), and checked against the
+    registry by tests/connectors/test_registry.py."""
+
     apple_health: AppleHealthSettings = AppleHealthSettings()
     ics: IcsSettings = IcsSettings()
     google_calendar: GoogleCalendarSettings = GoogleCalendarSettings()

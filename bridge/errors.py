@@ -63,29 +63,18 @@ class SourceError(BridgeError):
     status = "error"
 
 
-# source (its config section) -> the name `rhythm-bridge auth` takes: one spelling in every
-# message, status and README.
-AUTH_NAMES = {
-    "google_calendar": "google",
-    "google_tasks": "google --tasks",
-    "whoop": "whoop",
-    "garmin": "garmin",
-}
-
-
-def auth_command(source: str) -> str:
-    """The command that sets up (or renews) a source's authorization."""
-    return f"rhythm-bridge auth {AUTH_NAMES.get(source, source)}"
-
-
 class AuthExpired(SourceError):
-    """The stored credentials no longer work; the person must re-run the auth command."""
+    """The stored credentials no longer work; the person must re-run the auth command.
+
+    `command` is the one that fixes it (`connectors.registry.auth_command`): the caller
+    passes it, because this bottom layer knows no source.
+    """
 
     status = "reauth_required"
 
-    def __init__(self, source: str, detail: str = "") -> None:
+    def __init__(self, source: str, detail: str = "", *, command: str) -> None:
         self.source = source
-        msg = f"{source}: authorization expired or revoked; run `{auth_command(source)}`"
+        msg = f"{source}: authorization expired or revoked; run `{command}`"
         super().__init__(f"{msg} ({detail})" if detail else msg)
 
 
@@ -94,9 +83,9 @@ class NotConnected(SourceError):
 
     status = "not_connected"
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, *, command: str) -> None:
         self.source = source
-        super().__init__(f"{source}: not connected: run `{auth_command(source)}`")
+        super().__init__(f"{source}: not connected: run `{command}`")
 
 
 class RateLimited(SourceError):

@@ -5,13 +5,10 @@ from __future__ import annotations
 from importlib import import_module
 from types import ModuleType
 
+from connectors.registry import IMPORT_KINDS
+
 # CLI kind -> module. Imported lazily so `rhythm-bridge --help` stays fast.
-FILE_SOURCES: dict[str, str] = {
-    "apple-health": "connectors.apple_health",
-    "garmin-export": "connectors.garmin_export",
-    "fit": "connectors.fit",
-    "ics": "connectors.ics",
-}
+FILE_SOURCES: dict[str, str] = {kind: spec.module for kind, spec in IMPORT_KINDS.items()}
 
 
 def file_source(kind: str) -> ModuleType:

@@ -57,17 +57,6 @@ SLEEP_VALUES: dict[str, str] = {
 SLEEP_VALUES.update(
     {"0": "in_bed", "1": "asleep", "2": "awake", "3": "core", "4": "deep", "5": "rem"}
 )
-PROVIDES = frozenset(
-    {
-        *QUANTITY_TYPES.values(),
-        "hrv_rmssd",
-        "sleep",
-        "mindful",
-        "workout",
-        "workout_energy",
-        "workout_distance",
-    }
-)
 
 CHUNK = 1 << 20
 PROLOG_LIMIT = 4 * CHUNK  # a real DTD is about 10 KB; <HealthData> follows it

@@ -4,8 +4,10 @@ A *file source* is a module with the same shape as its siblings:
 
     KIND: str                  # the CLI name, e.g. "apple-health"
     SOURCE: str                # the stored source name, e.g. "apple_health"
-    PROVIDES: frozenset[str]   # metric keys (or "calendar") it can emit
     def read(path, ctx) -> Iterator[ReadingRecord | EventRecord | ReplaceScope]
+
+What it provides (metric keys, or "calendar"/"tasks"), how it is scheduled, watched and
+authorized is declared once, in its spec in `connectors.registry`.
 
 `read` never touches the database; `bridge.intake.ingest` writes what it yields in one
 transaction, so a failed import commits nothing.

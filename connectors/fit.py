@@ -28,9 +28,6 @@ from connectors.hrv import rmssd_ms
 
 KIND = "fit"
 SOURCE = "fit"
-PROVIDES = frozenset(
-    {"steps", "heart_rate", "hrv_rmssd", "sleep", "stress", "respiratory_rate", "resting_hr"}
-)
 
 FIT_EPOCH = datetime(1989, 12, 31, tzinfo=UTC)
 _DECODER_FAILURES = (

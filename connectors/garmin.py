@@ -35,14 +35,11 @@ from connectors.live import (
     page_items,
     pull_start,
 )
+from connectors.registry import auth_command
 
 log = logging.getLogger("rhythm_bridge.garmin")
 
 SOURCE = "garmin"
-PROVIDES = frozenset(
-    {"hrv_rmssd", "sleep", "sleep_score", "respiratory_rate", "resting_hr", "stress"}
-    | {"body_battery", "steps", "heart_rate"}
-)
 KEY_SECRET = "garmin:api_key"
 TOKEN_SECRET = "garmin:token"
 STREAM = "daily"
@@ -108,6 +105,7 @@ class GarminTokens:
                 SOURCE,
                 f"the Personal API key was refused ({resp.status_code}); it may have expired: "
                 "create a new one in Garmin Connect web",
+                command=auth_command(SOURCE),
             )
         if resp.status_code != 200:
             raise SourceError(f"garmin token endpoint answered {resp.status_code}")
@@ -126,7 +124,7 @@ class GarminTokens:
             return str(token["access_token"])
         key = self.secrets.get(KEY_SECRET)
         if not key:
-            raise NotConnected(SOURCE)
+            raise NotConnected(SOURCE, command=auth_command(SOURCE))
         return str(self.exchange(key)["access_token"])
 
 
@@ -170,7 +168,9 @@ class GarminAPI:
                 f"garmin: rate limited (429); pausing for {wait / 3600:.1f} h", retry_after=wait
             ) from None
         if resp.status_code in (401, 403):
-            raise AuthExpired(SOURCE, f"{path} answered {resp.status_code}")
+            raise AuthExpired(
+                SOURCE, f"{path} answered {resp.status_code}", command=auth_command(SOURCE)
+            )
         if resp.status_code == 204 or (resp.status_code == 404 and "date" in (params or {})):
             return None  # no data that day
         if resp.status_code != 200:

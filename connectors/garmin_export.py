@@ -33,10 +33,6 @@ from connectors.base import ReadContext, ReadingRecord, Skipped
 
 KIND = "garmin-export"
 SOURCE = "garmin_export"
-PROVIDES = frozenset(
-    {"resting_hr", "steps", "stress", "body_battery", "sleep", "hrv_rmssd", "respiratory_rate"}
-    | fit.PROVIDES
-)
 
 MAX_JSON = 256 << 20  # the largest UDS/sleep file of a decade-long account is a few MB
 _UDS = re.compile(r"(^|/)UDSFile_[^/]*\.json$", re.IGNORECASE)

@@ -52,13 +52,13 @@ from connectors.live import (
     page_items,
     parse_instant,
 )
+from connectors.registry import auth_command
 
 quiet_secret_loggers()
 
 log = logging.getLogger("rhythm_bridge.google_calendar")
 
 SOURCE = "google_calendar"
-PROVIDES = frozenset({"calendar"})
 SCOPES = ("https://www.googleapis.com/auth/calendar.readonly",)
 TOKEN_SECRET = "google_calendar:token"
 # The opt-in write-back (bridge.out.google_write) has its own consent and token, so the
@@ -87,11 +87,13 @@ def load_credentials(settings: Settings, secrets: Secrets, token_secret: str = T
 
     info = secrets.get_json(token_secret)
     if not info or not info.get("refresh_token"):
-        raise NotConnected(SOURCE)
+        raise NotConnected(SOURCE, command=auth_command(SOURCE))
     try:
         creds = Credentials.from_authorized_user_info(info)
     except ValueError as err:
-        raise AuthExpired(SOURCE, f"stored token unusable: {err}") from None
+        raise AuthExpired(
+            SOURCE, f"stored token unusable: {err}", command=auth_command(SOURCE)
+        ) from None
     moved = creds.with_token_uri(settings.sources.google_calendar.token_url)
     moved.expiry = creds.expiry  # the copy drops it, which would skip the due refresh
     return moved
@@ -188,7 +190,9 @@ def execute(
             if status == 410:
                 raise CursorInvalid(f"{what}: sync token expired (410 Gone)") from None
             if status == 401:
-                raise AuthExpired(source, f"{what} answered 401") from None
+                raise AuthExpired(
+                    source, f"{what} answered 401", command=auth_command(source)
+                ) from None
             details = f"{reason} {getattr(err, 'error_details', '')}".lower()
             if status == 429 or (
                 status == 403 and ("ratelimit" in details or "rate limit" in details)
@@ -202,7 +206,9 @@ def execute(
             raise SourceError(f"{what} answered {status}: {reason}") from None
         except RefreshError as err:
             detail = err.args[0] if err.args else "refresh failed"
-            raise AuthExpired(source, f"{detail}; {TESTING_HINT}") from None
+            raise AuthExpired(
+                source, f"{detail}; {TESTING_HINT}", command=auth_command(source)
+            ) from None
         except (TransportError, OSError, httplib2.HttpLib2Error) as err:
             raise RetryableError(f"network error: {type(err).__name__}") from None
 

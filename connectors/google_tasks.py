@@ -40,13 +40,13 @@ from connectors.live import (
     page_items,
     parse_instant,
 )
+from connectors.registry import auth_command
 
 quiet_secret_loggers()
 
 log = logging.getLogger("rhythm_bridge.google_tasks")
 
 SOURCE = "google_tasks"
-PROVIDES = frozenset({"tasks"})
 SCOPE = "https://www.googleapis.com/auth/tasks.readonly"
 STREAM = "tasks"
 PAGE_SIZE = 100  # the API's maximum for both tasklists.list and tasks.list
@@ -139,8 +139,12 @@ def pull(
     cfg = settings.sources.google_tasks
     if not has_tasks_scope(secrets.get_json(TOKEN_SECRET)):
         if secrets.get_json(TOKEN_SECRET) is None:
-            raise NotConnected(SOURCE)
-        raise AuthExpired(SOURCE, f"the Google authorization covers Calendar only; {ADD_TASKS}")
+            raise NotConnected(SOURCE, command=auth_command(SOURCE))
+        raise AuthExpired(
+            SOURCE,
+            f"the Google authorization covers Calendar only; {ADD_TASKS}",
+            command=auth_command(SOURCE),
+        )
     policy = RetryPolicy.from_settings(settings)
     with google_service(settings, secrets, "tasks", "v1", cfg.api_base_url, http) as service:
         result = PullResult()

@@ -64,9 +64,6 @@ BUCKETS = {
     "hours": timedelta(hours=1),
     "days": timedelta(days=1),
 }
-PROVIDES = frozenset(
-    {m for m, _, _ in METRICS.values()} | {"sleep", "workout", "workout_energy", "workout_distance"}
-)
 
 _DATE = re.compile(
     r"(\d{4}-\d{2}-\d{2})[ T](\d{1,2}):(\d{2}):(\d{2})(?:[.,]\d+)?\s*([AaPp]\.?[Mm]\.?)?\s*"

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 KIND = "ics"
 SOURCE = "ics"
-PROVIDES = frozenset({"calendar", "tasks"})
 
 
 # ---- bounded, streaming expansion --------------------------------------------------------

@@ -39,7 +39,6 @@ from connectors.health_auto_export import (
 
 KIND = "shortcut"
 SOURCE = "apple_push"
-PROVIDES = frozenset({m for m, _, _ in METRICS.values()} | {"sleep"})
 
 
 def _when(text: Any) -> datetime:

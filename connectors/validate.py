@@ -13,7 +13,8 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from bridge.errors import printable
 from connectors.base import EventRecord, ReadingRecord, TaskRecord
 
-# metric -> (lowest, highest) plausible value of ONE record.
+# metric -> (lowest, highest) plausible value of ONE record. Every metric a source declares
+# in connectors/registry.py has one (tests/connectors/test_registry.py).
 RANGES: dict[str, tuple[float, float]] = {
     "steps": (0, 100_000),
     "heart_rate": (20, 250),
@@ -28,6 +29,10 @@ RANGES: dict[str, tuple[float, float]] = {
     "sleep": (0, 24 * 60),
     "mindful": (0, 12 * 60),
     "workout": (0, 24 * 60),
+    "sleep_score": (0, 100),  # WHOOP's sleep performance and Garmin's score, in %
+    "workout_energy": (0, 10_000),  # kcal of one workout, like a day's active energy
+    # km of one workout: a 24-hour cycling record is under 1,000 km
+    "workout_distance": (0, 1_000),
 }
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 # Calendars write local times: 2000-01-01 00:00 anywhere on Earth (UTC+14 at most).

@@ -37,15 +37,12 @@ from connectors.live import (
     parse_offset,
     pull_start,
 )
+from connectors.registry import auth_command
 from connectors.validate import EARLIEST, FUTURE_SLACK
 
 log = logging.getLogger("rhythm_bridge.whoop")
 
 SOURCE = "whoop"
-PROVIDES = frozenset(
-    {"recovery", "hrv_rmssd", "resting_hr", "sleep", "sleep_score", "respiratory_rate"}
-    | {"heart_rate", "workout"}
-)
 SCOPES = (
     "offline",
     "read:recovery",
@@ -85,7 +82,7 @@ class WhoopTokens:
     def _client_secret(self) -> str:
         secret = self.secrets.get(CLIENT_SECRET)
         if not self.cfg.client_id or not secret:
-            raise AuthExpired(SOURCE, "no client id/secret stored")
+            raise AuthExpired(SOURCE, "no client id/secret stored", command=auth_command(SOURCE))
         return secret
 
     def _post_token(self, form: dict[str, str]) -> dict[str, Any]:
@@ -106,7 +103,11 @@ class WhoopTokens:
             err = doc.get("error") if isinstance(doc, dict) else None
             # Only a short OAuth error code belongs in the one-line message.
             err = err if isinstance(err, str) and err.isprintable() and len(err) < 64 else ""
-            raise AuthExpired(SOURCE, f"token endpoint said {resp.status_code} {err}".strip())
+            raise AuthExpired(
+                SOURCE,
+                f"token endpoint said {resp.status_code} {err}".strip(),
+                command=auth_command(SOURCE),
+            )
         if resp.status_code != 200:
             raise SourceError(f"whoop token endpoint answered {resp.status_code}")
         body = parse_json(resp.content, "whoop token endpoint")
@@ -144,7 +145,7 @@ class WhoopTokens:
         with refresh_lock(self.lock_path):
             token = self.secrets.get_json(TOKEN_SECRET)
             if not token or not token.get("refresh_token"):
-                raise NotConnected(SOURCE)
+                raise NotConnected(SOURCE, command=auth_command(SOURCE))
             fresh = float(token.get("expires_at", 0)) - _EARLY_REFRESH > time.time()
             if fresh and not force:
                 return str(token["access_token"])
@@ -192,7 +193,9 @@ class WhoopAPI:
             if resp.status_code != 401:
                 break
         if resp.status_code in (401, 403):
-            raise AuthExpired(SOURCE, f"{path} answered {resp.status_code}")
+            raise AuthExpired(
+                SOURCE, f"{path} answered {resp.status_code}", command=auth_command(SOURCE)
+            )
         if resp.status_code != 200:
             raise SourceError(f"whoop {path} answered {resp.status_code}")
         return parse_json(resp.content, _what(path))

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from mappings.apple_paths import keep_mask
+from mappings.vocabulary import USED_METRICS
 
 READING_COLUMNS = ["metric", "start_utc", "end_utc", "value", "label", "origin", "utc_offset_min"]
 # Optional: where the frame has it, Apple rows that two paths brought are resolved by it.
@@ -33,21 +34,9 @@ EVENT_COLUMNS = [
     "attendee_count",
     "title",
 ]
-# heart_rate (minute samples) is not a meter input: resting_hr is its own metric.
-USED_METRICS = frozenset(
-    {
-        "sleep",
-        "hrv_sdnn",
-        "hrv_rmssd",
-        "resting_hr",
-        "steps",
-        "stress",
-        "recovery",
-        "body_battery",
-        "mindful",
-        "workout",
-    }
-)
+# USED_METRICS (imported above, kept importable here) is what the inputs of
+# mappings/vocabulary.py read: heart_rate (minute samples) is none, resting_hr is its own.
+__all__ = ["USED_METRICS"]
 
 NS_PER_MIN = 60 * 10**9
 NS_PER_HOUR = 60 * NS_PER_MIN

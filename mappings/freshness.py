@@ -15,32 +15,22 @@ import numpy as np
 
 from mappings.ages import human_age
 from mappings.frames import NS_PER_HOUR, Events, Readings
-from mappings.inputs import HABITS
-from mappings.signals import SIGNALS
+from mappings.vocabulary import CALENDAR, INPUTS, spec
 
 __all__ = ["human_age"]  # its home is mappings/ages.py (no pandas); kept importable here
 
-CALENDAR = "calendar"
-SLEEP_INPUTS = (
-    "sleep_duration",
-    "sleep_efficiency",
-    "deep_sleep_share",
-    "rem_sleep_share",
-    "sleep_regularity",
-)
-
-# Input name -> the stored metrics it reads; inputs not listed read the calendar.
-INPUT_METRICS: dict[str, tuple[str, ...]] = {
-    **{name: ("sleep",) for name in SLEEP_INPUTS},
-    **{s.name: s.metrics for s in SIGNALS},
-    "steps": ("steps",),
-    **{h.name: (h.metric,) for h in HABITS},
-}
+# Input name -> the stored metrics (or "calendar", "tasks") it reads, as declared.
+INPUT_METRICS: dict[str, tuple[str, ...]] = {s.name: s.metrics for s in INPUTS}
 
 
 def metrics_of(inputs: list[str]) -> tuple[str, ...]:
-    """The stored metrics (and "calendar") behind some inputs, sorted."""
-    return tuple(sorted({m for name in inputs for m in INPUT_METRICS.get(name, (CALENDAR,))}))
+    """The stored metrics (and "calendar", "tasks") behind some inputs, sorted.
+
+    An undeclared input is a KeyError, never a guess. Task changes carry no age here
+    (`newest_by_metric` knows readings and the calendar), so a meter's tasks leave its
+    age to its calendar and readings.
+    """
+    return tuple(sorted({m for name in inputs for m in spec(name).metrics}))
 
 
 @dataclass(frozen=True)

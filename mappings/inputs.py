@@ -23,6 +23,7 @@ from mappings.intervals import Cumulative
 from mappings.signals import SIGNALS, score_signal
 from mappings.slots import SlotKey, day_bounds, slot_bounds
 from mappings.tasks import Tasks, active_fraction, count
+from mappings.vocabulary import spec
 
 EPOCH = date(1970, 1, 1).toordinal()
 PRESENCE_DAYS = 28  # a habit signal (workouts, mindfulness) counts if logged this recently
@@ -32,15 +33,23 @@ ACTIVE_HOURS = (7, 22)  # steps are expected over this local window
 
 @dataclass
 class InputArray:
+    """One input over all slots; `name` must be declared in mappings/vocabulary.py."""
+
     name: str
     score: np.ndarray
     confidence: np.ndarray
     raw: np.ndarray
-    unit: str = ""
     # per slot: {label: baseline value}, for provenance (None: no baseline applies)
     baseline: Callable[[int], dict[str, float]] | None = None
     # per slot: {what: [task titles]}, the tasks behind the value (provenance)
     tasks: Callable[[int], dict[str, list[str]]] | None = None
+
+    def __post_init__(self) -> None:
+        spec(self.name)  # an undeclared input fails here, not later as a missing unit
+
+    @property
+    def unit(self) -> str:
+        return spec(self.name).unit
 
 
 @dataclass
@@ -112,25 +121,21 @@ def sleep_inputs(readings: Readings, sl: SlotArrays, targets: dict[str, float]) 
     eff, reg = col("efficiency"), col("regularity_min")
     need = targets["sleep_minutes"]
     out = [
-        InputArray("sleep_duration", squash((asleep - (need - 60)) / 45), conf, asleep, "min"),
-        InputArray("sleep_efficiency", squash((eff - 0.85) / 0.04), conf, eff, "share"),
+        InputArray("sleep_duration", squash((asleep - (need - 60)) / 45), conf, asleep),
+        InputArray("sleep_efficiency", squash((eff - 0.85) / 0.04), conf, eff),
         InputArray(
             "deep_sleep_share",
             squash((deep - targets["deep_share"] * 0.75) / 0.04),
             conf,
             deep,
-            "share",
         ),
         InputArray(
             "rem_sleep_share",
             squash((rem - targets["rem_share"] * 0.75) / 0.04),
             conf,
             rem,
-            "share",
         ),
-        InputArray(
-            "sleep_regularity", squash((60 - reg) / 30), conf, reg, "min off your usual midpoint"
-        ),
+        InputArray("sleep_regularity", squash((60 - reg) / 30), conf, reg),
     ]
     for inp in out:
         inp.score = np.where(np.isnan(inp.raw), np.nan, inp.score)
@@ -156,29 +161,31 @@ def signal_inputs(readings: Readings, sl: SlotArrays) -> list[InputArray]:
                 out.update({f"{label}_latest": round(mean, 3) for label, mean, _ in here})
             return out
 
-        out.append(
-            InputArray(signal.name, res.score, res.confidence, res.raw, signal.unit, baseline)
-        )
+        out.append(InputArray(signal.name, res.score, res.confidence, res.raw, baseline=baseline))
     return out
 
 
 @dataclass(frozen=True)
 class Habit:
-    """Minutes of something a person logs (workouts, mindfulness) over a trailing window."""
+    """Minutes of something a person logs (workouts, mindfulness) over a trailing window;
+    its metric and unit are its input's, declared in mappings/vocabulary.py."""
 
     name: str
-    metric: str
     window_days: int
-    unit: str
     target: str  # key in [targets]
     saturating: bool  # 1 - exp(-m / target) instead of min(1, m / target)
+
+    @property
+    def metric(self) -> str:
+        (metric,) = spec(self.name).metrics
+        return metric
 
 
 # Habits count only for people who log them: no workout in 28 days means no evidence,
 # not a zero (someone without a watch app is not penalised).
 HABITS = (
-    Habit("workouts", "workout", 7, "min in 7 days", "workout_minutes_week", False),
-    Habit("mindful", "mindful", 1, "min in 24 h", "mindful_minutes_day", True),
+    Habit("workouts", 7, "workout_minutes_week", False),
+    Habit("mindful", 1, "mindful_minutes_day", True),
 )
 
 
@@ -215,7 +222,6 @@ def steps_input(
             np.where(has, squash(2.0 * (ratio - 1.0)), np.nan),
             np.where(has, conf, np.nan),
             np.where(has, done, np.nan),
-            "steps today",
             lambda i: {"usual_per_day": usual_list[i]},
         )
     ]
@@ -246,7 +252,6 @@ def habit_inputs(readings: Readings, sl: SlotArrays, targets: dict[str, float]) 
                 np.where(has, score, np.nan),
                 np.where(has, 0.9, np.nan),
                 np.where(has, total, np.nan),
-                habit.unit,
             )
         )
     return out
@@ -282,56 +287,48 @@ def calendar_inputs(
             gate(1.0 - slot_busy),
             gate(one),
             gate(slot_busy),
-            "busy share of this slot",
         ),
         InputArray(
             "day_load",
             gate(1.0 - np.minimum(1.0, load * 2), later),
             gate(one, later),
             gate(load, later),
-            "busy share of the day so far",
         ),
         InputArray(
             "meeting_density",
             gate(1.0 - np.minimum(1.0, meetings / (2 * targets["meetings_per_day"]))),
             gate(one),
             gate(meetings),
-            "meetings today",
         ),
         InputArray(
             "longest_stretch",
             gate(squash((targets["stretch_minutes"] - stretch) / 30)),
             gate(one),
             gate(stretch),
-            "min without a break",
         ),
         InputArray(
             "focus_today",
             gate(np.minimum(1.0, focus_today / work)),
             gate(one),
             gate(focus_today),
-            "focus min today",
         ),
         InputArray(
             "focus_week",
             gate(np.minimum(1.0, focus_week / work)),
             gate(one * 0.8),
             gate(focus_week),
-            "focus min per day, past 7 days",
         ),
         InputArray(
             "deadline_runway",
             gate(np.where(np.isnan(deadline), 1.0, np.clip(deadline / 7, 0.0, 1.0))),
             gate(one * 0.7),
             gate(deadline),
-            "days to the next deadline",
         ),
         InputArray(
             "social_week",
             gate(1.0 - np.exp(-social / targets["social_events_week"])),
             gate(one),
             gate(social),
-            "social/family events in 7 days",
         ),
     ]
 
@@ -376,7 +373,6 @@ def task_inputs(tasks: Tasks, sl: SlotArrays, targets: dict[str, float]) -> list
             gate(today, np.clip(rate_today, 0.0, 1.0)),
             gate(today, np.minimum(1.0, 0.5 + planned_today / 6)),
             gate(today, c.done_today),
-            "tasks done today",
             tasks=names("done_today", "due_today"),
         ),
         InputArray(
@@ -384,14 +380,12 @@ def task_inputs(tasks: Tasks, sl: SlotArrays, targets: dict[str, float]) -> list
             gate(week, rate_week),
             gate(week, np.full(len(has), 0.9)),
             gate(week, c.done_week),
-            "tasks done, past 7 days",
         ),
         InputArray(
             "overdue_tasks",
             gate(has, np.exp(-c.overdue / targets["overdue_tasks"])),
             gate(has, np.full(len(has), 0.9)),
             gate(has, c.overdue),
-            "overdue open tasks",
             tasks=names("overdue"),
         ),
         InputArray(
@@ -399,9 +393,8 @@ def task_inputs(tasks: Tasks, sl: SlotArrays, targets: dict[str, float]) -> list
             gate(has, np.where(np.isnan(days), 1.0, np.clip(days / 7, 0.0, 1.0))),
             gate(has, np.full(len(has), 0.8)),
             gate(has, days),
-            # The calendar's unit: a slot's value must not depend on which other slots
-            # were computed with it; the provenance names the task (next_due).
-            "days to the next deadline",
+            # One unit with the calendar's (declared once): a slot's value must not depend
+            # on which other slots were computed with it; the provenance names the task.
             tasks=names("next_due"),
         ),
     ]
@@ -422,7 +415,6 @@ def _merge(calendar: InputArray | None, task: InputArray) -> InputArray:
         pick(task.score, calendar.score),
         pick(task.confidence, calendar.confidence),
         pick(task.raw, calendar.raw),
-        task.unit,
         tasks=lambda i: task.tasks(i) if from_tasks[i] and task.tasks else {},
     )
 

@@ -52,6 +52,7 @@ from mappings.freshness import (
 from mappings.inputs import InputArray, all_inputs, slot_arrays
 from mappings.slots import DEFAULT_BOUNDARIES, SlotKey
 from mappings.tasks import TASK_INPUTS, Tasks
+from mappings.vocabulary import bundled_weights, null_reason
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -66,15 +67,8 @@ __all__ = [
     "load_weights",
 ]
 
-# Why a meter is null, by meter: the kinds of evidence it would need.
-REASONS = {
-    "vitality": "no sleep, HRV, resting heart rate, recovery, body battery, steps or workout "
-    "data for this slot yet",
-    "cognition": "no sleep data and no calendar for this day",
-    "progress": "no calendar events in the past 7 days and no tasks to measure work done",
-    "serenity": "no HRV, stress, recovery or mindfulness data and no calendar for this day",
-    "connection": "no calendar events in the past 7 days",
-}
+# Why a meter is null, by meter: the kinds of evidence its bundled inputs would need.
+REASONS = {meter: null_reason(list(bundled_weights()[meter])) for meter in METERS}
 
 
 @dataclass(frozen=True)

@@ -15,67 +15,66 @@ import pandas as pd
 
 from mappings.baselines import BaselineRule, rolling_baseline, score_against
 from mappings.frames import NS_PER_HOUR, Readings, epoch_day
+from mappings.vocabulary import spec
 
 
 @dataclass(frozen=True, kw_only=True)
 class Signal:
+    """How an input of mappings/vocabulary.py (its name) is scored; it declares the rest."""
+
     name: str
-    metrics: tuple[str, ...]
     window_hours: float  # readings ending in (as_of - window, as_of] are "the latest"
     inverse: bool = False
     log: bool = True
     spread_floor: float = 0.05
     population: dict[str, tuple[float, float]] = field(default_factory=dict)
-    unit: str = ""
     # When set: only readings of these labels count, each with its own window (hours).
     # A once-a-day value describes the day from its moment on, a sample the hours around it.
     label_windows: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return spec(self.name).metrics
+
+    @property
+    def unit(self) -> str:
+        return spec(self.name).unit
 
 
 SIGNALS: tuple[Signal, ...] = (
     Signal(
         name="hrv",
-        metrics=("hrv_sdnn", "hrv_rmssd"),
         window_hours=24,
         population={"hrv_sdnn": (45.0, 0.35), "hrv_rmssd": (40.0, 0.40)},
-        unit="ms",
     ),
     Signal(
         name="resting_hr",
-        metrics=("resting_hr",),
         window_hours=24,
         inverse=True,
         spread_floor=0.03,
         population={"resting_hr": (62.0, 0.10)},
-        unit="bpm",
     ),
     Signal(
         name="stress",
-        metrics=("stress",),
         window_hours=6,
         inverse=True,
         log=False,
         spread_floor=5.0,
         population={"stress": (35.0, 12.0)},
-        unit="0-100",
     ),
     Signal(
         name="recovery",
-        metrics=("recovery",),
         window_hours=24,
         log=False,
         spread_floor=8.0,
         population={"recovery": (55.0, 20.0)},
-        unit="%",
     ),
     Signal(
         name="body_battery",
-        metrics=("body_battery",),
         window_hours=3,
         log=False,
         spread_floor=8.0,
         population={"body_battery": (50.0, 20.0)},
-        unit="0-100",
         # Samples (no label) speak for 3 hours; the value at wake-up, dated at the wake-up,
         # for the day it starts, like WHOOP's recovery. A day's highest and lowest so far
         # have no moment they describe and do not count.

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from bridge.cli.core import JsonOpt, app, current_settings, current_store, print_json
+from connectors.registry import auth_choices, spelled
 
 auth_app = typer.Typer(
     help="Connect a live source once (works over SSH), show or revoke stored access.",
@@ -207,7 +208,7 @@ def status(as_json: JsonOpt = False) -> None:
 
 @auth_app.command("revoke")
 def revoke(
-    source: Annotated[str, typer.Argument(help="google, whoop or garmin")],
+    source: Annotated[str, typer.Argument(help=spelled(auth_choices()))],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Revoke a source's access at the provider and delete its stored secrets."""

@@ -25,6 +25,7 @@ from bridge.cli.core import (
     state,
 )
 from bridge.errors import BridgeError
+from connectors.registry import IMPORT_KINDS, SCHEDULED, spelled
 
 
 def window_text(doc: dict[str, Any]) -> str:
@@ -142,7 +143,7 @@ def run(
 
 @app.command("import")
 def import_(
-    kind: Annotated[str, typer.Argument(help="apple-health, garmin-export, fit or ics")],
+    kind: Annotated[str, typer.Argument(help=spelled(list(IMPORT_KINDS)))],
     path: Annotated[
         str, typer.Argument(help="The file to import (for ics also an https:// or webcal:// URL).")
     ],
@@ -181,7 +182,7 @@ def sync(
     source: Annotated[
         str | None,
         typer.Argument(
-            help="One source: apple-health, ics, google-calendar, google-tasks, whoop or garmin "
+            help=f"One source: {spelled([s.cli for s in SCHEDULED.values()])} "
             "(default: all enabled)."
         ),
     ] = None,

@@ -30,7 +30,8 @@ from bridge.auth.oauth import (
 )
 from bridge.auth.secrets import Secrets, quiet_secret_loggers
 from bridge.config import Settings
-from bridge.errors import AUTH_NAMES, AuthExpired, BridgeError, ConfigError
+from bridge.errors import AuthExpired, BridgeError, ConfigError
+from connectors.registry import WITH_AUTH, auth_choices, auth_command
 
 quiet_secret_loggers()
 
@@ -51,10 +52,10 @@ class Prompter:
 
 def source_name(name: str) -> str:
     """`google`, `google_calendar`, `whoop` or `garmin` -> the config section name."""
-    for section, short in AUTH_NAMES.items():
-        if name in (section, short):
+    for section, spec in WITH_AUTH.items():
+        if spec.auth and name in (section, spec.auth.command):
             return section
-    raise BridgeError(f"unknown source {name!r}; choose one of: google, whoop, garmin")
+    raise BridgeError(f"unknown source {name!r}; choose one of: {', '.join(auth_choices())}")
 
 
 def _paste(prompt: Prompter, url: str, state: str, redirect: str) -> str:
@@ -403,17 +404,9 @@ def authorize_garmin(
 
 # section -> (the long-lived credential, the cached token with its expiry)
 CREDENTIALS = {
-    "google_calendar": ("google_calendar:token", "google_calendar:token"),
-    "google_tasks": ("google_calendar:token", "google_calendar:token"),
-    "whoop": ("whoop:token", "whoop:token"),
-    "garmin": ("garmin:api_key", "garmin:token"),
+    name: (spec.auth.credential, spec.auth.token) for name, spec in WITH_AUTH.items() if spec.auth
 }
-SECRET_NAMES = {
-    "google_calendar": ("google_calendar:token",),
-    "google_tasks": ("google_calendar:token",),
-    "whoop": ("whoop:token", "whoop:client_secret", "whoop:user_id"),
-    "garmin": ("garmin:api_key", "garmin:token"),
-}
+SECRET_NAMES = {name: spec.auth.secrets for name, spec in WITH_AUTH.items() if spec.auth}
 
 
 def auth_status(settings: Settings, secrets: Secrets, store: Any) -> dict[str, Any]:
@@ -421,7 +414,7 @@ def auth_status(settings: Settings, secrets: Secrets, store: Any) -> dict[str, A
     from bridge.intake.sources import get_state
 
     rows = []
-    for section, short in AUTH_NAMES.items():
+    for section in CREDENTIALS:
         cfg = getattr(settings.sources, section)
         credential, token_name = CREDENTIALS[section]
         doc = secrets.get_json(token_name) or {}
@@ -438,7 +431,7 @@ def auth_status(settings: Settings, secrets: Secrets, store: Any) -> dict[str, A
         rows.append(
             {
                 "source": section,
-                "command": f"rhythm-bridge auth {short}",
+                "command": auth_command(section),
                 "enabled": cfg.enabled,
                 "credentials_stored": stored,
                 "access_token_expires": expires,
@@ -456,14 +449,24 @@ def auth_status(settings: Settings, secrets: Secrets, store: Any) -> dict[str, A
     return {"keyring": secrets.description, "sources": rows, "google_write": write}
 
 
+def revoke_garmin(settings: Settings, secrets: Secrets, client: httpx.Client) -> str:
+    return "Garmin has no revoke endpoint; delete the key in Garmin Connect web"
+
+
+# section -> how the provider is told to forget the access (every source with `auth` in
+# connectors.registry has one; tests/connectors/test_registry.py checks it).
+REVOKERS: dict[str, Callable[[Settings, Secrets, httpx.Client], str]] = {
+    "google_calendar": revoke_google,
+    "google_tasks": revoke_google,  # one token for both
+    "whoop": revoke_whoop,
+    "garmin": revoke_garmin,
+}
+
+
 def revoke(settings: Settings, secrets: Secrets, section: str, client: httpx.Client) -> str:
     """Revoke at the provider where it has an endpoint, then forget the local secrets."""
-    remote = "Garmin has no revoke endpoint; delete the key in Garmin Connect web"
     try:
-        if section in ("google_calendar", "google_tasks"):  # one token for both
-            remote = revoke_google(settings, secrets, client)
-        elif section == "whoop":
-            remote = revoke_whoop(settings, secrets, client)
+        remote = REVOKERS[section](settings, secrets, client)
     except (BridgeError, httpx.HTTPError) as err:
         remote = f"could not revoke at the provider ({type(err).__name__}); forgot it locally"
     removed = sum(secrets.delete(name) for name in SECRET_NAMES[section])

@@ -23,16 +23,12 @@ from bridge.store import Store, upsert
 from bridge.store.models import CalendarEvent, SyncState
 from connectors.base import ReadContext
 from connectors.live import Cancellation, Cursors, Progress, PullResult, no_progress
+from connectors.registry import SCHEDULED
 
 log = logging.getLogger("rhythm_bridge.sync")
 
-# config section name -> connector module
-LIVE_SOURCES = {
-    "google_calendar": "connectors.google_calendar",
-    "google_tasks": "connectors.google_tasks",
-    "whoop": "connectors.whoop",
-    "garmin": "connectors.garmin",
-}
+# config section name -> connector module (imported when it runs: Google's client is big)
+LIVE_SOURCES = {name: spec.module for name, spec in SCHEDULED.items() if spec.live}
 
 
 def load_cursors(store: Store, source: str) -> Cursors:

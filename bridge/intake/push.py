@@ -34,6 +34,7 @@ from bridge.store.db import utcnow
 from bridge.store.models import SyncState
 from connectors import health_auto_export, shortcut
 from connectors.base import ReadContext
+from connectors.registry import PUSH_KINDS
 
 log = logging.getLogger("rhythm_bridge.push")
 
@@ -41,7 +42,7 @@ TOKENS_SECRET = "push-tokens"
 SOURCE = health_auto_export.SOURCE  # both push formats store under one source
 DEVICE_STREAM = "device"
 TOKEN_PREFIX = "rbp_"
-KINDS = ("health-auto-export", "shortcut")
+KINDS = tuple(PUSH_KINDS)
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 

@@ -20,6 +20,7 @@ from bridge.errors import BridgeError, Cancelled, RateLimited, SourceError
 from bridge.intake.ingest import ImportSummary, import_changed_file, import_feed, import_file
 from bridge.store import Store, upsert
 from bridge.store.models import SyncState
+from connectors import registry
 from connectors.base import ReadContext
 from connectors.live import Progress, no_progress
 
@@ -84,17 +85,6 @@ def _watched(store: Store, ctx: ReadContext, folder: str, kinds: dict[str, str])
     return _each(sorted(paths), lambda p: import_changed_file(store, paths[p], p, ctx))
 
 
-def _apple_health(settings: Settings, store: Store, ctx: ReadContext, **_: Any) -> tuple[int, int]:
-    folder = settings.sources.apple_health.watch_dir
-    return _watched(store, ctx, folder, {"*.zip": "apple-health", "*.xml": "apple-health"})
-
-
-def _garmin_files(settings: Settings, store: Store, ctx: ReadContext) -> tuple[int, int]:
-    """Garmin "Export your data" ZIPs and FIT files dropped into sources.garmin.export_dir."""
-    folder = settings.sources.garmin.export_dir
-    return _watched(store, ctx, folder, {"*.zip": "garmin-export", "*.fit": "fit", "*.FIT": "fit"})
-
-
 def _ics(settings: Settings, store: Store, ctx: ReadContext, **_: Any) -> tuple[int, int]:
     # Recurring series expand relative to "now", so the same file is re-read (the
     # upserts make that free of duplicates) instead of being skipped by its hash.
@@ -102,25 +92,6 @@ def _ics(settings: Settings, store: Store, ctx: ReadContext, **_: Any) -> tuple[
     records, new = _each(paths, lambda p: import_file(store, "ics", p, ctx, force=True))
     feeds = _each(list(settings.sources.ics.urls), lambda url: import_feed(store, url, ctx))
     return records + feeds[0], new + feeds[1]
-
-
-def _garmin(settings: Settings, store: Store, ctx: ReadContext, **options: Any) -> tuple[int, ...]:
-    """Garmin files from export_dir, and the Personal API when its key is stored.
-
-    With neither a folder nor a key, the API pull runs anyway so the person is told to
-    run `rhythm-bridge auth garmin` (status reauth_required).
-    """
-    from bridge.auth.secrets import Secrets
-    from connectors.garmin import KEY_SECRET
-
-    records = new = 0
-    folder = settings.sources.garmin.export_dir
-    if folder:
-        records, new = _garmin_files(settings, store, ctx)
-    if not folder or Secrets.from_settings(settings).get(KEY_SECRET):
-        api_records, api_new, skipped = _live("garmin")(settings, store, ctx, **options)
-        return records + api_records, new + api_new, skipped
-    return records, new
 
 
 def _live(source: str) -> Callable[..., tuple[int, int, int]]:
@@ -134,22 +105,71 @@ def _live(source: str) -> Callable[..., tuple[int, int, int]]:
     return run
 
 
+def _watched_and_live(section: str) -> Callable[..., tuple[int, ...]]:
+    """A section's run, derived from its specs: the files of its watched folders, then
+    its live pull, if it has one.
+
+    A live pull beside a watched folder (Garmin: export_dir and the Personal API) runs only
+    when its credential is stored, so a person who only drops files is not told to run
+    `auth`; with neither a folder nor a credential it runs anyway, so the person is told
+    to (status reauth_required).
+    """
+    specs = registry.section_specs(section)
+    own = registry.SCHEDULED[section]
+    # One folder setting may feed several readers (a Garmin export ZIP and loose FIT files):
+    # one scan, so a bad file never stops the readers of the other patterns.
+    folders: dict[str, dict[str, str]] = {}
+    for spec in specs:
+        if spec.watch is not None:
+            kinds = folders.setdefault(spec.watch.setting, {})
+            kinds.update(dict.fromkeys(spec.watch.patterns, spec.cli))
+    if not folders and not own.live:
+        raise LookupError(f"{section}: no watched folder, no live pull and no runner of its own")
+    pull = _live(section) if own.live else None
+
+    def run(settings: Settings, store: Store, ctx: ReadContext, **options: Any) -> tuple[int, ...]:
+        cfg = getattr(settings.sources, section)
+        records = new = 0
+        watched = False
+        for setting, kinds in folders.items():
+            folder = getattr(cfg, setting)
+            watched = watched or bool(folder)
+            found = _watched(store, ctx, folder, kinds)
+            records, new = records + found[0], new + found[1]
+        if pull is None:
+            return records, new
+        if not watched or _credential_stored(settings, own):
+            api_records, api_new, skipped = pull(settings, store, ctx, **options)
+            return records + api_records, new + api_new, skipped
+        return records, new
+
+    return run
+
+
+def _credential_stored(settings: Settings, spec: registry.SourceSpec) -> bool:
+    from bridge.auth.secrets import Secrets
+
+    return spec.auth is not None and bool(Secrets.from_settings(settings).get(spec.auth.credential))
+
+
+# Sources whose pull is not a watched folder or a live pull: .ics files and feed links.
+_OWN_RUNNERS: dict[str, Callable[..., tuple[int, ...]]] = {"ics": _ics}
+
 # source name -> how one scheduled pull of it runs: fn(settings, store, ctx, *, since=None,
-# progress=...) -> (records, new) or (records, new, skipped). Later connectors register here.
+# progress=...) -> (records, new) or (records, new, skipped). Derived from
+# `connectors.registry`, in its order.
 SCHEDULED: dict[str, Callable[..., tuple[int, ...]]] = {
-    "apple_health": _apple_health,
-    "ics": _ics,
-    "google_calendar": _live("google_calendar"),
-    "google_tasks": _live("google_tasks"),
-    "whoop": _live("whoop"),
-    "garmin": _garmin,
+    name: _OWN_RUNNERS.get(name) or _watched_and_live(name) for name in registry.SCHEDULED
 }
 
 
 # How the CLI spells each source (the `import` kinds and `auth` names use hyphens); the
 # config section names (apple_health, google_calendar) stay accepted as the old spelling.
-SOURCE_NAMES = {name.replace("_", "-"): name for name in SCHEDULED}
-SOURCE_ALIASES = {**{name: name for name in SCHEDULED}, "google": "google_calendar"}
+SOURCE_NAMES = {spec.cli: name for name, spec in registry.SCHEDULED.items()}
+SOURCE_ALIASES = {
+    **{name: name for name in registry.SCHEDULED},
+    **{alias: name for name, spec in registry.SCHEDULED.items() for alias in spec.aliases},
+}
 
 
 def source_section(name: str) -> str | None:

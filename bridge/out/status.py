@@ -13,31 +13,19 @@ from typing import Any
 from sqlalchemy import func, select
 
 from bridge.config import Settings
-from bridge.errors import BridgeError, auth_command
+from bridge.errors import BridgeError
 from bridge.intake.push import devices
 from bridge.intake.sources import SCHEDULED, get_state, next_due
 from bridge.out.snapshot import iso
 from bridge.store import Store
 from bridge.store.db import schema_version
 from bridge.store.models import CalendarEvent, Reading, Task
+from connectors.registry import auth_command
+from mappings.vocabulary import bundled_weights, meters_fed
 
-# Which meters each stored metric feeds, for the freshness report (the inputs of
-# mappings/meter_weights.toml by the metric they are computed from; a test keeps the two
-# in step).
-METER_INPUTS: dict[str, tuple[str, ...]] = {
-    "sleep": ("vitality", "cognition"),
-    "hrv_sdnn": ("vitality", "serenity"),
-    "hrv_rmssd": ("vitality", "serenity"),
-    "resting_hr": ("vitality",),
-    "steps": ("vitality",),
-    "stress": ("serenity",),
-    "recovery": ("vitality", "serenity"),
-    "body_battery": ("vitality",),
-    "workout": ("vitality",),
-    "mindful": ("serenity",),
-    "calendar": ("cognition", "progress", "serenity", "connection"),
-    "tasks": ("progress",),
-}
+# Which meters each stored metric feeds, for the freshness report: the inputs of the
+# bundled mappings/meter_weights.toml by the metrics mappings/vocabulary.py says they read.
+METER_INPUTS: dict[str, tuple[str, ...]] = meters_fed(bundled_weights())
 DAEMON_LOCK = ".daemon.lock"
 
 

@@ -8,8 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from bridge.cli.main import app
-from bridge.errors import AUTH_NAMES, AuthExpired, InputError, auth_command, printable
+from bridge.errors import AuthExpired, InputError, printable
 from bridge.logs import RedactingFilter
+from connectors.registry import WITH_AUTH, auth_command
 from tests.helpers import write_config
 
 ESC = "\x1b]0;pwned\x07\x1b[2J\x1b[31m"
@@ -54,10 +55,10 @@ def test_an_escape_sequence_in_a_calendar_reaches_no_terminal_and_no_stored_erro
         assert "\x1b" not in output and "\x07" not in output, repr(output)
 
 
-@pytest.mark.parametrize("source", sorted(AUTH_NAMES))
+@pytest.mark.parametrize("source", sorted(WITH_AUTH))
 def test_every_message_names_the_auth_command_that_exists(source):
     command = auth_command(source)
-    assert f"`{command}`" in str(AuthExpired(source, "token revoked"))
+    assert f"`{command}`" in str(AuthExpired(source, "token revoked", command=command))
     args = command.removeprefix("rhythm-bridge auth ").split()  # "google --tasks" too
     result = CliRunner().invoke(app, ["auth", *args, "--help"])
     assert result.exit_code == 0, result.output
