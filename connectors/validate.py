@@ -108,9 +108,9 @@ def check_reading(rec: ReadingRecord, now: datetime) -> str | None:
     if value is not None:
         if not math.isfinite(value):
             return f"{rec.metric} value {value} is not a number"
-        bounds = RANGES.get(rec.metric)
-        if bounds and not bounds[0] <= value <= bounds[1]:
-            return f"{rec.metric} value {value:g} outside {bounds[0]:g}..{bounds[1]:g}"
+        plausible = RANGES.get(rec.metric)
+        if plausible and not plausible[0] <= value <= plausible[1]:
+            return f"{rec.metric} value {value:g} outside {plausible[0]:g}..{plausible[1]:g}"
     return None
 
 

@@ -13,7 +13,7 @@ from importlib import import_module
 from typing import Any
 
 from sqlalchemy import select, update
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from bridge.auth.secrets import Secrets
 from bridge.config import Settings
@@ -35,8 +35,8 @@ def load_cursors(store: Store, source: str) -> Cursors:
     """Every stream cursor of a source (the source's own summary row has stream "")."""
     with store.session() as session:
         rows = session.execute(
-            select(SyncState.stream, SyncState.partition, SyncState.cursor).where(
-                SyncState.source == source, SyncState.stream != ""
+            select(col(SyncState.stream), col(SyncState.partition), col(SyncState.cursor)).where(
+                col(SyncState.source) == source, col(SyncState.stream) != ""
             )
         ).all()
     return {(stream, partition): cursor for stream, partition, cursor in rows}

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
+from sqlmodel import col
 
 from bridge.config import Settings
 from bridge.errors import BridgeError, Cancelled, RateLimited, SourceError
@@ -185,9 +186,9 @@ def get_state(store: Store, source: str, stream: str = "", partition: str = "") 
     with store.session() as session:
         return session.execute(
             select(SyncState).where(
-                SyncState.source == source,
-                SyncState.stream == stream,
-                SyncState.partition == partition,
+                col(SyncState.source) == source,
+                col(SyncState.stream) == stream,
+                col(SyncState.partition) == partition,
             )
         ).scalar_one_or_none()
 

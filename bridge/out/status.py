@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlmodel import col
 
 from bridge.config import Settings
 from bridge.errors import BridgeError
@@ -71,7 +72,9 @@ def freshness(store: Store, now: datetime) -> list[dict[str, Any]]:
     with store.session() as session:
         newest = dict(
             session.execute(
-                select(Reading.metric, func.max(Reading.end_utc)).group_by(Reading.metric)
+                select(col(Reading.metric), func.max(col(Reading.end_utc))).group_by(
+                    col(Reading.metric)
+                )
             ).all()
         )
         newest["calendar"] = session.execute(
@@ -134,11 +137,13 @@ def collect_status(settings: Settings, store: Store, now: datetime | None = None
     now = now or datetime.now(UTC)
     with store.session() as session:
         readings = dict(
-            session.execute(select(Reading.source, func.count()).group_by(Reading.source)).all()
+            session.execute(
+                select(col(Reading.source), func.count()).group_by(col(Reading.source))
+            ).all()
         )
         events = dict(
             session.execute(
-                select(CalendarEvent.source, func.count()).group_by(CalendarEvent.source)
+                select(col(CalendarEvent.source), func.count()).group_by(col(CalendarEvent.source))
             ).all()
         )
     sources = []
