@@ -27,15 +27,16 @@ SPLIT_NAMES = {"in": "in", "ood": "ood"}
 def _with_adapter(person: SimPerson, model: str | None = None) -> Any:
     """Phase 3 in simulation: a month of answers with `bundled`, then a refitted adapter."""
     from bridge.runner.adapter import fit_adapter
-    from bridge.runner.bundled import BundledRunner, load_model
     from bridge.sim.families.rhythm import RhythmPerson
+    from bridge.sim.trials import bundled_runner
 
     if not isinstance(person, RhythmPerson):
         raise ValueError("--adapter needs the same person in an earlier month: rhythm only")
     # The same person in an earlier month: same profile, different luck.
     before = replace(person.person, seed=person.seed + PREVIOUS_MONTH)
-    history = run_episode(BundledRunner(model), RhythmPerson(before, person.calendars)).history()
-    return BundledRunner(model, adapter=fit_adapter(history, load_model(model)))
+    first = bundled_runner(model)
+    history = run_episode(first, RhythmPerson(before, person.calendars)).history()
+    return bundled_runner(model, adapter=fit_adapter(history, first.model))
 
 
 def _make(
@@ -50,9 +51,9 @@ def _make(
     if name == ADAPTED:
         return _with_adapter(person, model)
     if name == BLIND:
-        from bridge.runner.bundled import BundledRunner
+        from bridge.sim.trials import bundled_runner
 
-        return BundledRunner(model, calendar=False)
+        return bundled_runner(model, calendar=False)
     if name == "oracle":
         return OracleRunner()
     if name == "no-prior":
@@ -62,7 +63,9 @@ def _make(
     if name == "random":
         return load_runner("random", seed=index)
     if name == "bundled" and model:
-        return load_runner(name, model=model)
+        from bridge.sim.trials import bundled_runner
+
+        return bundled_runner(model)
     return load_runner(name)
 
 

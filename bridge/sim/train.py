@@ -283,8 +283,8 @@ def train(
         weight, temper, residual, trials = choose_delta_weight(
             str(tmp),
             tuple(families),
-            seed,
-            temper_people,
+            seed=seed,
+            people=temper_people,
             retrain=retrain,
             tempers=tempers,
             residuals=RESIDUALS,
