@@ -242,6 +242,7 @@ def sync(
 
 @app.command()
 def meters(
+    *,
     on: Annotated[
         str | None, typer.Option("--date", help="One local date YYYY-MM-DD (default: today).")
     ] = None,

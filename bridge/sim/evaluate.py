@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -196,17 +196,26 @@ def _family(name: str, calendars: bool) -> Family:
     return family(name)
 
 
+@dataclass(frozen=True)
+class Lineup:
+    """The runners compared, by name; the bundled runner's artifact (None: the shipped
+    one) and the strong no-prior learner's hyper-parameters (None: the documented ones)."""
+
+    runners: tuple[str, ...] = RUNNERS
+    model: str | None = None
+    ts_params: LinearTSParams | None = None
+
+
 def evaluate(
     split: str = "in",
     n_people: int = 200,
     seed: int = 0,
-    runners: tuple[str, ...] = RUNNERS,
+    *,
+    lineup: Lineup = Lineup(),
     slots: int = SLOTS_PER_EPISODE,
     progress: Callable[[str], None] | None = None,
     calendars: bool = False,
     family: str = "rhythm",
-    model: str | None = None,
-    ts_params: LinearTSParams | None = None,
 ) -> dict[str, Any]:
     """Run each runner over the same people; the report `rhythm-bridge eval` prints.
 
@@ -214,9 +223,8 @@ def evaluate(
     before). With `calendars`, every rhythm person lives with a simulated calendar (other
     families bring their own); the report adds each runner's share of recommendations over
     busy time, and the bundled runner's acceptance for the same people without calendars.
-    `model` is the bundled runner's artifact (default: the shipped one); `ts_params` the
-    strong no-prior learner's hyper-parameters (default: the documented ones).
     """
+    runners, model, ts_params = lineup.runners, lineup.model, lineup.ts_params
     if split not in SPLIT_NAMES:
         raise ValueError(f"unknown split {split!r}; use 'in' or 'ood'")
     fam = _family(family, calendars)

@@ -228,6 +228,7 @@ def _write(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> N
 
 def train(
     out: Path,
+    *,
     seed: int = 0,
     n_people: int = DEFAULT_PEOPLE,
     slots: int = DEFAULT_SLOTS,
