@@ -123,6 +123,7 @@ class Export:
         source: str,
         start: float,
         end: float,
+        *,
         value: str,
         unit: str = "",
         children: str = "",
@@ -157,7 +158,9 @@ class Export:
                     n = min(seg, start + length - t)
                     v = max(1, round(cadence * n / 60 * r.uniform(0.9, 1.1)))
                     self.emit(
-                        self.record(Q + "StepCount", "steps", source, t, t + n, str(v), "count")
+                        self.record(
+                            Q + "StepCount", "steps", source, t, t + n, value=str(v), unit="count"
+                        )
                     )
                     self.days[self.day_key(t)]["steps"][source] += v
                     t += n
@@ -167,7 +170,18 @@ class Export:
         while t < (d + 1) * DAY:
             meta = '  <MetadataEntry key="HKMetadataKeyHeartRateMotionContext" value="1"/>\n'
             v = str(r.randint(52, 110))
-            self.emit(self.record(Q + "HeartRate", "heart_rate", WATCH, t, t, v, "count/min", meta))
+            self.emit(
+                self.record(
+                    Q + "HeartRate",
+                    "heart_rate",
+                    WATCH,
+                    t,
+                    t,
+                    value=v,
+                    unit="count/min",
+                    children=meta,
+                )
+            )
             t += r.randint(120, 360)
 
     def energy(self, d: int, r: random.Random) -> None:
@@ -177,7 +191,13 @@ class Export:
             kcal = f"{r.uniform(0.05, 6):.3f}"
             self.emit(
                 self.record(
-                    Q + "ActiveEnergyBurned", "active_energy", WATCH, t, t + n, kcal, "kcal"
+                    Q + "ActiveEnergyBurned",
+                    "active_energy",
+                    WATCH,
+                    t,
+                    t + n,
+                    value=kcal,
+                    unit="kcal",
                 )
             )
             t += n
@@ -185,7 +205,9 @@ class Export:
         while t < (d + 1) * DAY:  # a type the meters do not use: read past, never kept
             n = min(r.randint(240, 360), (d + 1) * DAY - t)
             kcal = f"{r.uniform(4, 6):.3f}"
-            self.emit(self.record(Q + "BasalEnergyBurned", None, WATCH, t, t + n, kcal, "kcal"))
+            self.emit(
+                self.record(Q + "BasalEnergyBurned", None, WATCH, t, t + n, value=kcal, unit="kcal")
+            )
             t += n
 
     def resting(self, d: int, r: random.Random) -> None:
@@ -193,7 +215,13 @@ class Export:
         v = str(r.randint(52, 62))
         self.emit(
             self.record(
-                Q + "RestingHeartRate", "resting_hr", WATCH, start, start + 80_000, v, "count/min"
+                Q + "RestingHeartRate",
+                "resting_hr",
+                WATCH,
+                start,
+                start + 80_000,
+                value=v,
+                unit="count/min",
             )
         )
 
@@ -228,9 +256,9 @@ class Export:
                     WATCH,
                     start,
                     int(t) + 1,
-                    v,
-                    "ms",
-                    children,
+                    value=v,
+                    unit="ms",
+                    children=children,
                 )
             )
 
@@ -239,7 +267,15 @@ class Export:
         while t < d * DAY + 6 * 3600:
             v = f"{r.uniform(12, 17):.1f}"
             self.emit(
-                self.record(Q + "RespiratoryRate", "respiratory_rate", WATCH, t, t, v, "count/min")
+                self.record(
+                    Q + "RespiratoryRate",
+                    "respiratory_rate",
+                    WATCH,
+                    t,
+                    t,
+                    value=v,
+                    unit="count/min",
+                )
             )
             t += r.randint(600, 1200)
 
@@ -249,7 +285,9 @@ class Export:
         night = self.days[self.day_key(wake)]["sleep_min"]
         value = C + "SleepAnalysis"
         self.emit(
-            self.record(value, "sleep", PHONE, bed, wake + 300, "HKCategoryValueSleepAnalysisInBed")
+            self.record(
+                value, "sleep", PHONE, bed, wake + 300, value="HKCategoryValueSleepAnalysisInBed"
+            )
         )
         night["in_bed"] += (wake + 300 - bed) / 60
         t = bed + r.randint(300, 1200)
@@ -258,7 +296,9 @@ class Export:
             if r.random() < 0.1:
                 stage, label = "Awake", "awake"
             end = min(wake, t + r.randint(300, 2400))
-            rec = self.record(value, "sleep", WATCH, t, end, f"HKCategoryValueSleepAnalysis{stage}")
+            rec = self.record(
+                value, "sleep", WATCH, t, end, value=f"HKCategoryValueSleepAnalysis{stage}"
+            )
             self.emit(rec)
             night[label] += (end - t) / 60
             t = end
@@ -274,7 +314,12 @@ class Export:
             kind = C + "MindfulSession"
             self.emit(
                 self.record(
-                    kind, "mindful", WATCH, start, start + length, "HKCategoryValueNotApplicable"
+                    kind,
+                    "mindful",
+                    WATCH,
+                    start,
+                    start + length,
+                    value="HKCategoryValueNotApplicable",
                 )
             )
             self.days[self.day_key(start)]["mindful_min"] += length / 60
@@ -285,10 +330,14 @@ class Export:
         t = d * DAY + 8 * 3600
         sys_, dia = r.randint(110, 130), r.randint(70, 85)
         kids = [
-            self.record(Q + "BloodPressureSystolic", None, PHONE, t, t, str(sys_), "mmHg"),
-            self.record(Q + "BloodPressureDiastolic", None, PHONE, t, t, str(dia), "mmHg"),
+            self.record(
+                Q + "BloodPressureSystolic", None, PHONE, t, t, value=str(sys_), unit="mmHg"
+            ),
+            self.record(
+                Q + "BloodPressureDiastolic", None, PHONE, t, t, value=str(dia), unit="mmHg"
+            ),
             # a heart rate the cuff measured: top level and inside the Correlation, count once
-            self.record(Q + "HeartRate", "heart_rate", PHONE, t, t, "64", "count/min"),
+            self.record(Q + "HeartRate", "heart_rate", PHONE, t, t, value="64", unit="count/min"),
         ]
         for k in kids:
             self.emit(k)

@@ -72,7 +72,12 @@ def synth(first: date, days: int, seed: int = 7) -> tuple[pd.DataFrame, pd.DataF
     ok = ~start.isna()
     parts.append(
         _readings(
-            "steps", start[ok], start[ok] + pd.Timedelta(minutes=59), steps[ok], "", "Apple Watch"
+            "steps",
+            start[ok],
+            start[ok] + pd.Timedelta(minutes=59),
+            value=steps[ok],
+            label="",
+            origin="Apple Watch",
         )
     )
     phone = ok & (hours >= hours[-1] - pd.Timedelta(days=365)) & active
@@ -81,9 +86,9 @@ def synth(first: date, days: int, seed: int = 7) -> tuple[pd.DataFrame, pd.DataF
             "steps",
             start[phone],
             start[phone] + pd.Timedelta(minutes=59),
-            steps[phone] * 0.9,
-            "",
-            "iPhone",
+            value=steps[phone] * 0.9,
+            label="",
+            origin="iPhone",
         )
     )
     # Nightly sleep: 23:00 + jitter, 12 stage intervals of ~38 min.
@@ -101,9 +106,9 @@ def synth(first: date, days: int, seed: int = 7) -> tuple[pd.DataFrame, pd.DataF
             "sleep",
             s_utc[ok],
             e_utc[ok],
-            np.zeros(ok.sum()),
-            np.tile(stage_names, days)[ok],
-            "Apple Watch",
+            value=np.zeros(ok.sum()),
+            label=np.tile(stage_names, days)[ok],
+            origin="Apple Watch",
         )
     )
     # HRV (SDNN) at 03:00 and resting HR at 07:00, once a day.
@@ -113,13 +118,17 @@ def synth(first: date, days: int, seed: int = 7) -> tuple[pd.DataFrame, pd.DataF
             "hrv_sdnn",
             at3,
             at3 + pd.Timedelta(minutes=1),
-            rng.lognormal(np.log(48), 0.25, days),
-            "",
-            "Apple Watch",
+            value=rng.lognormal(np.log(48), 0.25, days),
+            label="",
+            origin="Apple Watch",
         )
     )
     at7 = _utc(d + pd.Timedelta(hours=7))
-    parts.append(_readings("resting_hr", at7, at7, rng.normal(57, 3, days), "", "Apple Watch"))
+    parts.append(
+        _readings(
+            "resting_hr", at7, at7, value=rng.normal(57, 3, days), label="", origin="Apple Watch"
+        )
+    )
     # Minute heart rate for the last 90 days.
     minutes = pd.date_range(
         day0 + pd.Timedelta(days=max(days - 90, 0)),
@@ -131,7 +140,12 @@ def synth(first: date, days: int, seed: int = 7) -> tuple[pd.DataFrame, pd.DataF
     ok = ~m_utc.isna()
     parts.append(
         _readings(
-            "heart_rate", m_utc[ok], m_utc[ok], rng.normal(70, 10, ok.sum()), "", "Apple Watch"
+            "heart_rate",
+            m_utc[ok],
+            m_utc[ok],
+            value=rng.normal(70, 10, ok.sum()),
+            label="",
+            origin="Apple Watch",
         )
     )
     readings = pd.concat(parts, ignore_index=True)
@@ -158,7 +172,7 @@ def synth(first: date, days: int, seed: int = 7) -> tuple[pd.DataFrame, pd.DataF
     return readings, events.dropna(subset=["start_utc"]).reset_index(drop=True)
 
 
-def _readings(metric, start, end, value, label, origin) -> pd.DataFrame:
+def _readings(metric, start, end, *, value, label, origin) -> pd.DataFrame:
     n = len(start)
     offset = (start.tz_convert(TZ).tz_localize(None) - start.tz_localize(None)) // pd.Timedelta(
         minutes=1

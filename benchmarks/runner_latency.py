@@ -7,7 +7,8 @@ pipeline passes at most 30 days = 120 answers). Two ways of asking: a fresh runn
 call reads the whole history (as the CLI does), and one runner asked once per slot with
 one answer more each time (as `eval` and a long-running daemon do) reads only the new
 answer (bridge.runner.bundled.Evidence). Last, the fresh-runner case with the per-person
-correction (bridge.runner.residual) off and on, alternating call by call.
+correction (a trial: bridge.sim.trials, bridge.sim.residual) off and on, alternating call by
+call.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from bridge.runner import load_runner
 from bridge.runner.bundled import BundledRunner
 from bridge.sim.episode import observation, run_episode
 from bridge.sim.population import people
+from bridge.sim.trials import TrialRunner
 
 
 def timed(runner, obs, history, repeat: int = 200) -> np.ndarray:
@@ -62,16 +64,13 @@ def main() -> None:
         f"p50 {a:.2f} ms reading the whole history each call, {b:.2f} ms reading only the "
         f"new answer ({a / b:.1f}x)"
     )
-    stored = (bundled.model.residual_tau, bundled.model.residual_slot_tau)
-    on = stored if any(stored) else (0.5, 0.5)
+    on = (0.5, 0.5)  # the shipped model has none: the runtime runner does not run it
     off_t, on_t = [], []
     for _ in range(3):
         for n in range(len(full)):
             for tau, sink in (((0.0, 0.0), off_t), (on, on_t)):
                 start = time.perf_counter()
-                BundledRunner(residual_tau=tau[0], residual_slot_tau=tau[1]).recommend(
-                    obs, full[:n]
-                )
+                TrialRunner(residual_tau=tau[0], residual_slot_tau=tau[1]).recommend(obs, full[:n])
                 sink.append(time.perf_counter() - start)
     c, d = np.median(off_t) * 1000, np.median(on_t) * 1000
     print(

@@ -39,6 +39,7 @@ import threading
 import time
 import tracemalloc
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -401,7 +402,17 @@ def run(args: Any, work: Path, fakes: Fakes, counter: LogCounter, waits: list[fl
         recs = session.execute(select(func.count()).select_from(Recommendation)).scalar()
     stats = fakes.stats()
     store.dispose()
-    report(args, seconds, elapsed, soak, diff, recs, stats, counter, waits)
+    timing = Timing(seconds, elapsed)
+    report(
+        args,
+        timing=timing,
+        soak=soak,
+        diff=diff,
+        recs=recs,
+        stats=stats,
+        counter=counter,
+        waits=waits,
+    )
     first = rss_by_day.get(1, rss_end)
     grew = {k: (rss_end[k] - first[k]) / MB for k in first}
     print(
@@ -418,10 +429,18 @@ def run(args: Any, work: Path, fakes: Fakes, counter: LogCounter, waits: list[fl
     )
 
 
+@dataclass(frozen=True)
+class Timing:
+    """How long each cycle took (with when it ended), and the whole run, in seconds."""
+
+    seconds: list[tuple[datetime, float]]
+    elapsed: float
+
+
 def report(
     args: Any,
-    seconds: list[tuple[datetime, float]],
-    elapsed: float,
+    *,
+    timing: Timing,
     soak: dict[str, Any],
     diff: Counter[str],
     recs: int,
@@ -429,6 +448,7 @@ def report(
     counter: LogCounter,
     waits: list[float],
 ) -> None:
+    seconds, elapsed = timing.seconds, timing.elapsed
     first = [s for when, s in seconds if when < START + timedelta(days=1)]
     last = [s for when, s in seconds if when >= START + timedelta(days=args.days - 1)]
     p50 = statistics.median

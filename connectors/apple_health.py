@@ -288,22 +288,8 @@ class _State:
 
     def start(self, name: str, attrs: dict[str, str]) -> None:
         if name == "Record":
-            if not self.correlation:
-                if self.fast is not None:
-                    row = self.fast(attrs)
-                    if row is not None:
-                        self.out.append(row)
-                        return
-                try:
-                    rec = _record(attrs)
-                except (ValueError, KeyError, OverflowError) as err:
-                    kind = attrs.get("type", "Record").removeprefix(Q).removeprefix(C)
-                    self.out.append(Skipped(kind, f"unreadable {_missing_or(err)}"))
-                    return
-                if rec is not None:
-                    self.out.append(rec)
-                    if rec.metric == "hrv_sdnn":
-                        self.hrv = rec
+            if not self.correlation:  # each record once: a Correlation repeats its children
+                self._record(attrs)
         elif name == "InstantaneousBeatsPerMinute":
             if self.hrv is not None:
                 t = _beat_seconds(attrs.get("time", ""))
@@ -324,6 +310,23 @@ class _State:
             self.activity = True
         elif name == "HealthData":
             self.seen_root = True
+
+    def _record(self, attrs: dict[str, str]) -> None:
+        if self.fast is not None:
+            row = self.fast(attrs)
+            if row is not None:
+                self.out.append(row)
+                return
+        try:
+            rec = _record(attrs)
+        except (ValueError, KeyError, OverflowError) as err:
+            kind = attrs.get("type", "Record").removeprefix(Q).removeprefix(C)
+            self.out.append(Skipped(kind, f"unreadable {_missing_or(err)}"))
+            return
+        if rec is not None:
+            self.out.append(rec)
+            if rec.metric == "hrv_sdnn":
+                self.hrv = rec
 
     def end(self, name: str) -> None:
         if name == "Record":

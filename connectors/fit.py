@@ -17,7 +17,7 @@ The file's CRC is checked: a damaged file is refused as a whole, never half-read
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import IO, Any
@@ -72,64 +72,87 @@ class _Reader:
         return (FIT_EPOCH + timedelta(seconds=seconds)).astimezone(self.zone)
 
     def rec(
-        self, metric: str, start: datetime, end: datetime, value: float, unit: str, label: str = ""
+        self,
+        metric: str,
+        start: datetime,
+        end: datetime,
+        value: float,
+        unit: str,
+        *,
+        label: str = "",
     ) -> ReadingRecord:
         return ReadingRecord(metric, start, end, value, unit, label, self.origin, self.origin)
 
     def message(self, frame: Any) -> Iterator[ReadingRecord]:
-        name = frame.name
         stamp = _value(frame, "timestamp")
         if isinstance(stamp, datetime):
             self.last_ts = _fit_seconds(stamp)
-        if name == "file_id":
-            product = _value(frame, "garmin_product") or _value(frame, "product")
-            maker = _value(frame, "manufacturer")
-            self.origin = " ".join(str(p) for p in (maker, product) if p not in (None, ""))[:200]
-        elif name in ("monitoring_info", "activity"):
-            local = _value(frame, "local_timestamp")
-            if isinstance(local, datetime) and isinstance(stamp, datetime):
-                minutes = round((local - stamp).total_seconds() / 60)
-                # Some devices write a local time that is no local time at all (a null
-                # or a counter): real UTC offsets are within -12..+14 hours.
-                if -12 * 60 <= minutes <= 14 * 60:
-                    self.zone = timezone(timedelta(minutes=minutes))
-        elif name == "monitoring":
-            yield from self.monitoring(frame, stamp)
-        elif name == "hrv":
-            self.hrv(frame)
-        elif name == "record" and isinstance(stamp, datetime):
-            if self.rr_start is None:
-                self.rr_start = stamp
-            self.rr_last = stamp
-            if self.rr and stamp - self.rr_start >= HRV_WINDOW:
-                yield from self.flush_hrv(stamp)
-        elif name == "hrv_value" and stamp is not None:
-            value = _value(frame, "value")
-            if value:
-                when = self.at(self.last_ts or 0)
-                yield self.rec("hrv_rmssd", when, when + HRV_WINDOW, float(value), "ms")
-        elif name == "hrv_status_summary" and stamp is not None:
-            value = _value(frame, "last_night_average")
-            if value:
-                when = self.at(self.last_ts or 0)
-                yield self.rec("hrv_rmssd", when, when, float(value), "ms", "night")
-        elif name == "sleep_level" and stamp is not None:
+        handler = _MESSAGES.get(frame.name)
+        if handler is not None:
+            yield from handler(self, frame, stamp)
+
+    def file_id(self, frame: Any, _stamp: Any) -> Iterable[ReadingRecord]:
+        product = _value(frame, "garmin_product") or _value(frame, "product")
+        maker = _value(frame, "manufacturer")
+        self.origin = " ".join(str(p) for p in (maker, product) if p not in (None, ""))[:200]
+        return ()
+
+    def local_zone(self, frame: Any, stamp: Any) -> Iterable[ReadingRecord]:
+        local = _value(frame, "local_timestamp")
+        if isinstance(local, datetime) and isinstance(stamp, datetime):
+            minutes = round((local - stamp).total_seconds() / 60)
+            # Some devices write a local time that is no local time at all (a null
+            # or a counter): real UTC offsets are within -12..+14 hours.
+            if -12 * 60 <= minutes <= 14 * 60:
+                self.zone = timezone(timedelta(minutes=minutes))
+        return ()
+
+    def hrv_message(self, frame: Any, _stamp: Any) -> Iterable[ReadingRecord]:
+        self.hrv(frame)
+        return ()
+
+    def record(self, _frame: Any, stamp: Any) -> Iterator[ReadingRecord]:
+        if not isinstance(stamp, datetime):
+            return
+        if self.rr_start is None:
+            self.rr_start = stamp
+        self.rr_last = stamp
+        if self.rr and stamp - self.rr_start >= HRV_WINDOW:
+            yield from self.flush_hrv(stamp)
+
+    def hrv_value(self, frame: Any, stamp: Any) -> Iterator[ReadingRecord]:
+        value = _value(frame, "value")
+        if stamp is not None and value:
+            when = self.at(self.last_ts or 0)
+            yield self.rec("hrv_rmssd", when, when + HRV_WINDOW, float(value), "ms")
+
+    def hrv_status_summary(self, frame: Any, stamp: Any) -> Iterator[ReadingRecord]:
+        value = _value(frame, "last_night_average")
+        if stamp is not None and value:
+            when = self.at(self.last_ts or 0)
+            yield self.rec("hrv_rmssd", when, when, float(value), "ms", label="night")
+
+    def sleep_message(self, frame: Any, stamp: Any) -> Iterator[ReadingRecord]:
+        if stamp is not None:
             yield from self.sleep_level(frame)
-        elif name == "stress_level":
-            value, when = _value(frame, "stress_level_value"), _value(frame, "stress_level_time")
-            if isinstance(when, datetime) and value is not None and 0 <= value <= 100:
-                local = when.astimezone(self.zone)
-                yield self.rec("stress", local, local, float(value), "score")
-        elif name == "respiration_rate" and stamp is not None:
-            value = _value(frame, "respiration_rate")
-            if value is not None and value > 0:
-                when = self.at(self.last_ts or 0)
-                yield self.rec("respiratory_rate", when, when, float(value), "breaths/min")
-        elif name == "monitoring_hr_data" and stamp is not None:
-            value = _value(frame, "resting_heart_rate")
-            if value:
-                when = self.at(self.last_ts or 0)
-                yield self.rec("resting_hr", when, when + timedelta(days=1), float(value), "bpm")
+
+    def stress_level(self, frame: Any, _stamp: Any) -> Iterator[ReadingRecord]:
+        value, when = _value(frame, "stress_level_value"), _value(frame, "stress_level_time")
+        if isinstance(when, datetime) and value is not None and 0 <= value <= 100:
+            local = when.astimezone(self.zone)
+            yield self.rec("stress", local, local, float(value), "score")
+
+    def respiration_rate(self, frame: Any, stamp: Any) -> Iterator[ReadingRecord]:
+        value = _value(frame, "respiration_rate")
+        if stamp is not None and value is not None and value > 0:
+            when = self.at(self.last_ts or 0)
+            yield self.rec("respiratory_rate", when, when, float(value), "breaths/min")
+
+    def monitoring_hr_data(self, frame: Any, stamp: Any) -> Iterator[ReadingRecord]:
+        value = _value(frame, "resting_heart_rate")
+        if stamp is not None and value:
+            when = self.at(self.last_ts or 0)
+            yield self.rec("resting_hr", when, when + timedelta(days=1), float(value), "bpm")
 
     def monitoring(self, frame: Any, stamp: Any) -> Iterator[ReadingRecord]:
         if not isinstance(stamp, datetime):
@@ -174,7 +197,9 @@ class _Reader:
         if rmssd is None or start is None or end is None:
             return
         zone = self.zone
-        yield self.rec("hrv_rmssd", start.astimezone(zone), end.astimezone(zone), rmssd, "ms", "rr")
+        yield self.rec(
+            "hrv_rmssd", start.astimezone(zone), end.astimezone(zone), rmssd, "ms", label="rr"
+        )
 
     def sleep_level(self, frame: Any) -> Iterator[ReadingRecord]:
         """A level lasts until the next one (or one epoch, for the night's last)."""
@@ -193,11 +218,30 @@ class _Reader:
         end = when or start + timedelta(seconds=SLEEP_LEVEL_SECONDS)
         self.sleep = None
         if end > start:
-            yield self.rec("sleep", start, end, (end - start).total_seconds() / 60, "min", label)
+            yield self.rec(
+                "sleep", start, end, (end - start).total_seconds() / 60, "min", label=label
+            )
 
     def finish(self) -> Iterator[ReadingRecord]:
         yield from self.flush_hrv()
         yield from self.end_sleep(None)
+
+
+# FIT message name -> what the reader takes from it (messages not here: nothing).
+_MESSAGES: dict[str, Callable[[_Reader, Any, Any], Iterable[ReadingRecord]]] = {
+    "file_id": _Reader.file_id,
+    "monitoring_info": _Reader.local_zone,
+    "activity": _Reader.local_zone,
+    "monitoring": _Reader.monitoring,
+    "hrv": _Reader.hrv_message,
+    "record": _Reader.record,
+    "hrv_value": _Reader.hrv_value,
+    "hrv_status_summary": _Reader.hrv_status_summary,
+    "sleep_level": _Reader.sleep_message,
+    "stress_level": _Reader.stress_level,
+    "respiration_rate": _Reader.respiration_rate,
+    "monitoring_hr_data": _Reader.monitoring_hr_data,
+}
 
 
 def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord]:

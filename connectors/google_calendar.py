@@ -14,6 +14,7 @@ import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import partial
 from typing import Any
@@ -127,6 +128,7 @@ def google_service(
     api: str,
     version: str,
     endpoint: str,
+    *,
     http: Any = None,
     token_secret: str = TOKEN_SECRET,
 ) -> Iterator[Any]:
@@ -366,12 +368,13 @@ def pull(
     policy = RetryPolicy.from_settings(settings)
     time_min = since or (ctx.now - timedelta(days=ctx.past_days))
     result = PullResult()
-    with google_service(settings, secrets, "calendar", "v3", cfg.api_base_url, http) as service:
+    with google_service(
+        settings, secrets, "calendar", "v3", cfg.api_base_url, http=http
+    ) as service:
+        run = _Pull(service, cursors, since, time_min, ctx, policy, progress, result)
         for calendar_id in cfg.calendars:
             try:
-                _sync_calendar(
-                    service, calendar_id, cursors, since, time_min, ctx, policy, progress, result
-                )
+                _sync_calendar(run, calendar_id)
             except (AuthExpired, RateLimited, Transient):
                 raise  # the whole source is affected
             except SourceError as err:
@@ -380,18 +383,25 @@ def pull(
     return result
 
 
-def _sync_calendar(
-    service: Any,
-    calendar_id: str,
-    cursors: Cursors,
-    since: datetime | None,
-    time_min: datetime,
-    ctx: ReadContext,
-    policy: RetryPolicy,
-    progress: Progress,
-    result: PullResult,
-) -> None:
+@dataclass
+class _Pull:
+    """One pull of every configured calendar: the client, where it starts, what it obeys
+    and reports to, and what it collects."""
+
+    service: Any
+    cursors: Cursors
+    since: datetime | None
+    time_min: datetime
+    ctx: ReadContext
+    policy: RetryPolicy
+    progress: Progress
+    result: PullResult
+
+
+def _sync_calendar(run: _Pull, calendar_id: str) -> None:
     """Incremental list when a sync token is stored, else (or after a 410) a full one."""
+    service, cursors, since, time_min = run.service, run.cursors, run.since, run.time_min
+    ctx, policy, progress, result = run.ctx, run.policy, run.progress, run.result
     token = None if since else cursors.get((STREAM, calendar_id))
     items: list[dict[str, Any]] = []
     if token:

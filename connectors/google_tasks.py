@@ -146,7 +146,7 @@ def pull(
             command=auth_command(SOURCE),
         )
     policy = RetryPolicy.from_settings(settings)
-    with google_service(settings, secrets, "tasks", "v1", cfg.api_base_url, http) as service:
+    with google_service(settings, secrets, "tasks", "v1", cfg.api_base_url, http=http) as service:
         result = PullResult()
         known = {part for (stream, part), cursor in cursors.items() if stream == STREAM and cursor}
         if cfg.lists:
@@ -167,7 +167,16 @@ def pull(
                 result.cursors[(STREAM, gone)] = None
         for list_id in lists:
             try:
-                _sync_list(service, list_id, cursors, since, ctx, policy, progress, result)
+                _sync_list(
+                    service,
+                    list_id,
+                    cursors=cursors,
+                    since=since,
+                    ctx=ctx,
+                    policy=policy,
+                    progress=progress,
+                    result=result,
+                )
             except (AuthExpired, RateLimited, Transient):
                 raise
             except SourceError as err:
@@ -178,6 +187,7 @@ def pull(
 def _sync_list(
     service: Any,
     list_id: str,
+    *,
     cursors: Cursors,
     since: datetime | None,
     ctx: ReadContext,

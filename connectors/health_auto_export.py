@@ -20,7 +20,7 @@ day apart at midnight are days, an hour apart on the hour are hours). A bucket i
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -282,104 +282,157 @@ def read_stream(
     """
     import ijson
 
-    bucket = BUCKETS.get((aggregation or "").strip().lower())
-    builder: Any = None
-    building = ""
-    nested_key = ""
-    outer: dict[str, Any] = {}
-    metric: _Metric | None = None
-    buffered: list[Any] = []  # items of a metric whose name comes after its data
-    name: str | None = None
-    units: Any = None
-    seen_data = False
-    item_prefix = "data.metrics.item.data.item"
-    workout_prefix = "data.workouts.item"
-    events = json_events(body)
-    has_data = False
-    flat: dict[str, Any] | None = None  # a metric item being read (flat: key -> scalar)
-    key = ""
-    scalar = ("string", "number", "boolean", "null")
+    state = _Payload(BUCKETS.get((aggregation or "").strip().lower()), stats)
     try:
-        for prefix, event, value in events:
-            if flat is not None:
-                # Metric items are flat objects; only a nested value needs the builder.
-                if event == "map_key" and prefix == item_prefix:
-                    key = value
-                elif event in scalar:
-                    flat[key] = value
-                elif event == "end_map" and prefix == item_prefix:
-                    item, flat = flat, None
-                    if metric is not None:
-                        yield from metric.add(item)
-                    else:
-                        buffered.append(item)
-                else:  # a nested object or list inside an item
-                    builder, building = JsonBuilder(event), "nested"
-                    nested_key, outer = key, flat
-                    flat = None
-                continue
-            if builder is not None:
-                builder.event(event, value)
-                if builder.depth == 0:
-                    item, builder = builder.value, None
-                    if building == "nested":
-                        outer[nested_key] = item
-                        flat = outer
-                    elif building == "workout":
-                        yield from _guard("workout", item, _workout)
-                    elif metric is not None:
-                        yield from metric.add(item)
-                    else:
-                        buffered.append(item)
-                continue
-            if prefix == item_prefix and event == "start_map":
-                flat = {}
-                continue
-            if prefix == item_prefix and event == "start_array":
-                builder, building = JsonBuilder(event), "metric"
-                continue
-            if prefix == workout_prefix and event == "start_map":
-                builder, building = JsonBuilder(event), "workout"
-                continue
-            if prefix == item_prefix:  # a scalar item: not an object
-                yield Skipped(name or "metric", f"a {name or 'metric'} item is {event}")
-                continue
-            if prefix == "data.metrics.item" and event == "start_map":
-                metric, name, units, buffered, seen_data = None, None, None, [], False
-            elif prefix == "data.metrics.item.name":
-                name = str(value)
-            elif prefix == "data.metrics.item.units":
-                units = value
-            elif prefix == "data.metrics.item.data" and event == "start_array":
-                seen_data = True
-                if name is not None:
-                    metric = _Metric(name, units, bucket, stats)
-            elif prefix == "data.metrics.item" and event == "end_map":
-                if name is None:
-                    if seen_data:
-                        yield Skipped("metric", "a metric without a name")
-                    continue
-                if metric is None:
-                    metric = _Metric(name, units, bucket, stats)
-                for item in buffered:
-                    yield from metric.add(item)
-                yield from metric.finish()
-                metric, buffered = None, []
-            elif prefix == "" and event not in ("start_map", "map_key", "end_map"):
-                raise InputError("not Health Auto Export JSON: the body is not an object")
-            elif prefix == "" and event == "map_key" and value == "data":
-                has_data = True
-            elif prefix == "data" and event not in ("start_map", "end_map", "map_key"):
-                raise InputError("not Health Auto Export JSON: 'data' is not an object")
-            elif prefix in ("data.metrics", "data.workouts") and event not in (
-                "start_array",
-                "end_array",
-            ):
-                raise InputError(f"not Health Auto Export JSON: '{prefix}' is not a list")
+        for prefix, event, value in json_events(body):
+            if state.flat is not None:
+                item = state.flat_event(prefix, event, value)
+                if item is not None:
+                    yield from state.item(item)
+            elif state.builder is not None:
+                yield from state.built(event, value)
+            else:
+                yield from state.structure(prefix, event, value)
     except (ValueError, ijson.JSONError) as err:  # bad JSON, bad UTF-8
         raise InputError(f"not valid JSON ({str(err).splitlines()[0][:120]})") from None
-    if not has_data:
+    if not state.has_data:
         raise InputError('not Health Auto Export JSON: expected {"data": {"metrics": [...]}}')
+
+
+ITEM_PREFIX = "data.metrics.item.data.item"
+WORKOUT_PREFIX = "data.workouts.item"
+# Where a metric's name, units and data array are (its items: ITEM_PREFIX).
+METRIC_PREFIXES = frozenset(
+    {
+        "data.metrics.item",
+        "data.metrics.item.name",
+        "data.metrics.item.units",
+        "data.metrics.item.data",
+    }
+)
+SCALAR_EVENTS = frozenset({"string", "number", "boolean", "null"})
+
+
+class _Payload:
+    """What read_stream remembers between parse events: the metric being read, the item
+    being read (flat, or by a builder once it nests), and whether the body had data."""
+
+    def __init__(self, bucket: Any, stats: PushStats) -> None:
+        self.bucket, self.stats = bucket, stats
+        self.builder: JsonBuilder | None = None
+        self.building = ""  # what the builder builds: "nested", "metric" or "workout"
+        self.nested_key = ""
+        self.outer: dict[str, Any] = {}
+        self.metric: _Metric | None = None
+        self.buffered: list[Any] = []  # items of a metric whose name comes after its data
+        self.name: str | None = None
+        self.units: Any = None
+        self.seen_data = False
+        self.has_data = False
+        self.flat: dict[str, Any] | None = None  # a metric item being read (key -> scalar)
+        self.key = ""
+
+    def flat_event(self, prefix: str, event: str, value: Any) -> dict[str, Any] | None:
+        """An event inside a metric item; the item once it ends."""
+        # Metric items are flat objects; only a nested value needs the builder.
+        flat = self.flat
+        assert flat is not None
+        if event == "map_key" and prefix == ITEM_PREFIX:
+            self.key = value
+        elif event in SCALAR_EVENTS:
+            flat[self.key] = value
+        elif event == "end_map" and prefix == ITEM_PREFIX:
+            self.flat = None
+            return flat
+        else:  # a nested object or list inside an item
+            self.builder, self.building = JsonBuilder(event), "nested"
+            self.nested_key, self.outer = self.key, flat
+            self.flat = None
+        return None
+
+    def item(self, item: Any) -> list[ReadingRecord | Skipped]:
+        if self.metric is not None:
+            return self.metric.add(item)
+        self.buffered.append(item)
+        return []
+
+    def built(self, event: str, value: Any) -> list[ReadingRecord | Skipped]:
+        """An event for the builder; what the value it completes gives."""
+        builder = self.builder
+        assert builder is not None
+        builder.event(event, value)
+        if builder.depth != 0:
+            return []
+        item, self.builder = builder.value, None
+        if self.building == "nested":
+            self.outer[self.nested_key] = item
+            self.flat = self.outer
+            return []
+        if self.building == "workout":
+            return _guard("workout", item, _workout)
+        return self.item(item)
+
+    def structure(self, prefix: str, event: str, value: Any) -> Iterable[ReadingRecord | Skipped]:
+        """An event outside any item: where items start, a metric's parts, the body's shape."""
+        if prefix == ITEM_PREFIX:
+            if event == "start_map":
+                self.flat = {}
+                return []
+            if event == "start_array":
+                self.builder, self.building = JsonBuilder(event), "metric"
+                return []
+            name = self.name or "metric"  # a scalar item: not an object
+            return [Skipped(name, f"a {name} item is {event}")]
+        if prefix == WORKOUT_PREFIX and event == "start_map":
+            self.builder, self.building = JsonBuilder(event), "workout"
+            return []
+        if prefix in METRIC_PREFIXES:
+            return self.metric_part(prefix, event, value)
+        self.check_shape(prefix, event, value)
+        return []
+
+    def metric_part(self, prefix: str, event: str, value: Any) -> Iterator[ReadingRecord | Skipped]:
+        if prefix == "data.metrics.item.name":
+            self.name = str(value)
+        elif prefix == "data.metrics.item.units":
+            self.units = value
+        elif prefix == "data.metrics.item.data":
+            if event == "start_array":
+                self.seen_data = True
+                if self.name is not None:
+                    self.metric = _Metric(self.name, self.units, self.bucket, self.stats)
+        elif event == "start_map":
+            self.metric, self.name, self.units, self.buffered = None, None, None, []
+            self.seen_data = False
+        elif event == "end_map":
+            yield from self.end_metric()
+
+    def end_metric(self) -> Iterator[ReadingRecord | Skipped]:
+        if self.name is None:
+            if self.seen_data:
+                yield Skipped("metric", "a metric without a name")
+            return
+        if self.metric is None:
+            self.metric = _Metric(self.name, self.units, self.bucket, self.stats)
+        for item in self.buffered:
+            yield from self.metric.add(item)
+        yield from self.metric.finish()
+        self.metric, self.buffered = None, []
+
+    def check_shape(self, prefix: str, event: str, value: Any) -> None:
+        """InputError (one line) where the body is not the app's JSON; notes its data."""
+        if prefix == "":
+            if event not in ("start_map", "map_key", "end_map"):
+                raise InputError("not Health Auto Export JSON: the body is not an object")
+            if event == "map_key" and value == "data":
+                self.has_data = True
+        elif prefix == "data" and event not in ("start_map", "end_map", "map_key"):
+            raise InputError("not Health Auto Export JSON: 'data' is not an object")
+        elif prefix in ("data.metrics", "data.workouts") and event not in (
+            "start_array",
+            "end_array",
+        ):
+            raise InputError(f"not Health Auto Export JSON: '{prefix}' is not a list")
 
 
 # Real pushes nest five levels deep. ijson names every event by its whole path, so a

@@ -21,7 +21,7 @@ import hashlib
 import re
 import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -369,18 +369,43 @@ def _overflows(comp: Any) -> bool:
     return False
 
 
-def _occurrences(
-    cal: Any,
-    name: str,
-    window: tuple[datetime, datetime],
-    ctx: ReadContext,
-    skipped: list[Skipped],
-    budget: list[int],
-    broken: set[str],
-) -> Iterator[Any]:
-    """Each series' instances in the window, a series over its cap skipped as a whole."""
+@dataclass
+class _Expansion:
+    """One file's expansion of its recurring events, batch after batch: the window and the
+    limits, what has been spent so far, and the series found unreadable."""
 
-    cap = ctx.max_instances_per_event
+    name: str
+    window: tuple[datetime, datetime]
+    ctx: ReadContext
+    steps: int = 0  # dateutil steps walked
+    instances: int = 0  # instances counted
+    broken: set[str] = field(default_factory=set)  # UIDs listed but unreadable: not
+    # cancelled for being absent
+
+
+def _occurrences(cal: Any, exp: _Expansion, skipped: list[Skipped]) -> Iterator[Any]:
+    """Each series' instances in the window, a series over its cap skipped as a whole."""
+    _limit_rules(cal, exp, skipped)
+    counted = _counted(_series(cal, skipped, exp.broken), exp, skipped)
+    # Popped one by one: a series' rules cache their instances, freed with the series.
+    while counted:
+        series = counted.pop()
+        try:
+            occurrences = list(series.between(*exp.window))
+        except OverflowError:  # an end in the year 9999, a duration of a million weeks
+            skipped.append(Skipped("event", f"event {str(series.uid)[:80]!r}: date out of range"))
+            continue
+        except Exception as err:
+            exp.broken.add(str(series.uid))
+            skipped.append(Skipped("event", _unreadable(series, err)))
+            continue
+        for occurrence in occurrences:
+            yield occurrence.as_component(False)
+
+
+def _limit_rules(cal: Any, exp: _Expansion, skipped: list[Skipped]) -> None:
+    """Drop events out of range and cut the rules that cannot be expanded to their first
+    instance (InputError for a rule that refuses the file), in place."""
     for comp in cal.walk("VEVENT"):
         if _overflows(comp):
             uid = str(comp.get("UID", ""))[:80]
@@ -388,63 +413,54 @@ def _occurrences(
             cal.subcomponents.remove(comp)
             continue
         try:
-            problem = _rule_problem(comp, window)
+            problem = _rule_problem(comp, exp.window)
         except Exception as err:  # icalendar raises its own types for broken values
             uid = str(comp.get("UID", ""))[:80]
-            raise InputError(f"{name}: event {uid!r} has an unreadable RRULE ({err})") from None
+            raise InputError(f"{exp.name}: event {uid!r} has an unreadable RRULE ({err})") from None
         if problem is None:
             continue
         why, refuse = problem
         if refuse:
-            raise InputError(f"{name}: {why}")
+            raise InputError(f"{exp.name}: {why}")
         if why:
             skipped.append(Skipped("event", why))
         # Its first instance stays (DTSTART is always one), still marked as a series'.
         comp.pop("RRULE")
         comp.add("X-RB-SERIES", "1")
-    all_series = _series(cal, skipped, broken)
+
+
+def _counted(all_series: list[Any], exp: _Expansion, skipped: list[Skipped]) -> list[Any]:
+    """The series within their cap, counted against the file's budget (emptying
+    `all_series`)."""
     # Counted first, all of the batch: a file over its cap is refused before the slow
     # expansion (about a millisecond per instance) starts.
-    counted = []
+    ctx, counted = exp.ctx, []
     for series in all_series:
         try:
-            steps, inside, why = _count_steps(series, window, cap)
+            steps, inside, why = _count_steps(series, exp.window, ctx.max_instances_per_event)
         except OverflowError:
             steps, inside, why = 0, 0, f"event {str(series.uid)[:80]!r}: date out of range"
         except Exception as err:  # one broken series (an unreadable EXDATE) costs itself
-            broken.add(str(series.uid))
+            exp.broken.add(str(series.uid))
             steps, inside, why = 0, 0, _unreadable(series, err)
-        budget[0] += steps
-        if budget[0] > MAX_FILE_STEPS:
+        exp.steps += steps
+        if exp.steps > MAX_FILE_STEPS:
             raise InputError(
-                f"{name}: its recurring events need more than {MAX_FILE_STEPS} steps to "
+                f"{exp.name}: its recurring events need more than {MAX_FILE_STEPS} steps to "
                 "expand; refused"
             )
         if why:
             skipped.append(Skipped("event", why))
             continue
-        budget[1] += inside
-        if budget[1] > ctx.max_instances_per_file:
+        exp.instances += inside
+        if exp.instances > ctx.max_instances_per_file:
             raise InputError(
-                f"{name}: more than {ctx.max_instances_per_file} event instances in the "
+                f"{exp.name}: more than {ctx.max_instances_per_file} event instances in the "
                 "window; refused (sources.ics.max_instances_per_file)"
             )
         counted.append(series)
     all_series.clear()
-    # Popped one by one: a series' rules cache their instances, freed with the series.
-    while counted:
-        series = counted.pop()
-        try:
-            occurrences = list(series.between(*window))
-        except OverflowError:  # an end in the year 9999, a duration of a million weeks
-            skipped.append(Skipped("event", f"event {str(series.uid)[:80]!r}: date out of range"))
-            continue
-        except Exception as err:
-            broken.add(str(series.uid))
-            skipped.append(Skipped("event", _unreadable(series, err)))
-            continue
-        for occurrence in occurrences:
-            yield occurrence.as_component(False)
+    return counted
 
 
 # Properties RFC 5545 allows once per VEVENT; some writers repeat them (the first wins,
@@ -578,14 +594,13 @@ def records_from_bytes(
         (window_end + timedelta(days=1)).date(),
     )
     del data
-    budget = [0, 0]  # dateutil steps walked, instances counted: for the whole file
-    broken: set[str] = set()  # UIDs listed but unreadable: not cancelled for being absent
+    exp = _Expansion(name, (window_start, window_end), ctx)
+    broken = exp.broken
     for batch in _batches(scan, scan.groups.values()):
         cal = _load(batch, name)
         skipped = [Skipped("event", why) for why in _repair(cal)]
         shifts = _future_shifts(cal)
-        window = (window_start, window_end)
-        for comp in _occurrences(cal, name, window, ctx, skipped, budget, broken):
+        for comp in _occurrences(cal, exp, skipped):
             if "DTSTART" not in comp:
                 continue
             try:

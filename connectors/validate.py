@@ -151,6 +151,7 @@ def _check_span(
     end: datetime,
     now: datetime,
     longest: timedelta,
+    *,
     future: timedelta = FUTURE_SLACK,
     earliest: datetime = EARLIEST,
 ) -> str | None:

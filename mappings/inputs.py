@@ -423,6 +423,7 @@ def all_inputs(
     readings: Readings,
     events: Events,
     sl: SlotArrays,
+    *,
     targets: dict[str, float],
     priority: tuple[str, ...],
     rules: CalendarRules,

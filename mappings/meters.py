@@ -200,6 +200,16 @@ def _combine_all(inputs: dict[str, InputArray], weights: Weights, n: int) -> dic
     return out
 
 
+@dataclass(frozen=True)
+class MeterRules:
+    """What shapes a person's meters besides the data: where their slots begin, the
+    weights (None: the bundled ones), and when an input is stale or too unsure to show."""
+
+    boundaries: tuple[time, ...] = DEFAULT_BOUNDARIES
+    weights: Weights | None = None
+    freshness: FreshnessRules = field(default_factory=FreshnessRules)
+
+
 def compute_slots(
     readings: pd.DataFrame,
     events: pd.DataFrame,
@@ -207,22 +217,23 @@ def compute_slots(
     *,
     tz: tzinfo,
     now: datetime,
-    boundaries: tuple[time, ...] = DEFAULT_BOUNDARIES,
-    weights: Weights | None = None,
+    rules: MeterRules | None = None,
     previous: SlotMeters | None = None,
     tasks: pd.DataFrame | None = None,
-    stale_after_hours: float = FreshnessRules.stale_after_hours,
-    min_confidence: float = FreshnessRules.min_confidence,
 ) -> list[SlotMeters]:
     """The meters of each slot, using only evidence available by the slot's end (or now).
 
-    `previous` is the stored result of the slot before the first one, for its deltas.
+    `rules`: the person's slot boundaries, weights and freshness rules (default: the
+    defaults). `previous` is the stored result of the slot before the first one, for its
+    deltas.
     `tasks`: the person's task changes (`mappings.tasks.TASK_COLUMNS`), None without a
     task source. Each meter says how old its freshest input is (`mappings.freshness`);
-    one older than `stale_after_hours` is marked stale, one below `min_confidence` is
-    withheld (null).
+    one older than the rules' `stale_after_hours` is marked stale, one below their
+    `min_confidence` is withheld (null).
     """
-    weights = weights or load_weights()
+    rules = rules or MeterRules()
+    boundaries, freshness = rules.boundaries, rules.freshness
+    weights = rules.weights or load_weights()
     keys = sorted(set(slots), key=lambda k: (k.local_date, k.slot))
     if not keys:
         return []
@@ -232,11 +243,11 @@ def compute_slots(
         r,
         e,
         sl,
-        weights.targets,
-        weights.step_priority,
-        weights.calendar_rules(),
-        boundaries[0],
-        Tasks(tasks) if tasks is not None and len(tasks) else None,
+        targets=weights.targets,
+        priority=weights.step_priority,
+        rules=weights.calendar_rules(),
+        day_start=boundaries[0],
+        tasks=Tasks(tasks) if tasks is not None and len(tasks) else None,
     )
     combined = _combine_all(inputs, weights, len(keys))
     lists = {name: _Lists.of(inp) for name, inp in inputs.items()}
@@ -246,12 +257,11 @@ def compute_slots(
         for m in METERS
     }
     as_of = sl.as_of.tolist()
-    rules = FreshnessRules(stale_after_hours, min_confidence)
     out: list[SlotMeters] = []
     prev = previous
     for i, key in enumerate(keys):
         meters = {
-            m: _fresh(_meter(i, m, combined[m], lists, weights), newest[m][i], as_of[i], rules)
+            m: _fresh(_meter(i, m, combined[m], lists, weights), newest[m][i], as_of[i], freshness)
             for m in METERS
         }
         deltas: dict[str, float | None] = {}

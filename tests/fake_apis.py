@@ -845,71 +845,103 @@ class _Handler(BaseHTTPRequestHandler):
         the calendar, deleted events included (409 duplicate); a deleted event stays as
         cancelled, so deleting it again answers 410 and patching it brings it back; an id
         never used answers 404; writing needs the calendar.events (or calendar) scope."""
-        fake = self.fake
-        token = self._bearer()
-        if token not in fake.google_access:
-            return self._google_error(401, "authError", "Invalid Credentials")
-        if not fake.google_scopes.get(token, set()) & WRITE_SCOPES:
-            # What Google answers a token whose consent lacks a write scope.
-            return self._google_error(
-                403, "insufficientPermissions", "Request had insufficient authentication scopes."
-            )
         parts = rest.split("/")
-        if len(parts) not in (3, 4) or parts[0] != "calendars" or parts[2] != "events":
-            return self._google_error(404, "notFound", "Not Found")
+        if self._google_write_refused(parts):
+            return None
+        fake = self.fake
         calendar = unquote(parts[1])
-        if calendar not in CALENDARS:
-            return self._google_error(404, "notFound", "Not Found")
-        if calendar in fake.read_only_calendars:
-            # A calendar shared with the person without write access.
-            return self._google_error(
-                403, "requiredAccessLevel", "You need to have writer access to this calendar."
-            )
-        if fake.write_faults:
-            status = fake.write_faults.pop(0)
-            if status == 0:  # a dropped connection
-                self.close_connection = True
-                self.connection.shutdown(2)
-                return None
-            if status == 429:
-                return self._google_error(
-                    429, "rateLimitExceeded", "Rate Limit Exceeded", "usageLimits"
-                )
-            return self._google_error(status, "backendError", "Backend Error")
-        events = fake.written[calendar]
         recent = fake.world.calendar_full(calendar, now - timedelta(days=30), now)
-        taken = events.keys() | {e["id"] for e in recent}
+        taken = fake.written[calendar].keys() | {e["id"] for e in recent}
         if len(parts) == 3:
             if method != "POST":
                 return self._google_error(404, "notFound", "Not Found")
-            eid = body.get("id") or uuid.uuid4().hex  # hex digits are base32hex too
-            if not (5 <= len(eid) <= 1024 and set(eid) <= BASE32HEX):
-                return self._google_error(400, "invalid", "Invalid resource id value.")
-            if eid in taken:
-                return self._google_error(
-                    409, "duplicate", "The requested identifier already exists."
-                )
-            if "start" not in body or "end" not in body:
-                return self._google_error(400, "required", "Missing end time.")
-            event = {
-                **copy.deepcopy(body),
-                "kind": "calendar#event",
-                "id": eid,
-                "status": body.get("status", "confirmed"),
-                "created": iso_z(now),
-                "updated": iso_z(now),
-                "sequence": 0,
-                "etag": f'"{_ms(now)}0"',
-                "iCalUID": f"{eid}@google.com",
-                "htmlLink": f"https://calendar.example/event?eid={eid}",
-                "creator": {"email": ME, "self": True},
-                "organizer": {"email": ME, "self": True},
-            }
-            events[eid] = event
-            fake.write_log.append(("insert", calendar, eid))
-            return self._send(200, event)
+            return self._google_insert(calendar, body, now, taken)
         eid = unquote(parts[3])
-        event = events.get(eid)
+        return self._google_change(method, calendar, eid, body=body, now=now, taken=taken)
+
+    def _google_write_refused(self, parts: list[str]) -> bool:
+        """Whether a write was answered before it reached an event: no or a read-only
+        token, no such calendar, a calendar shared read-only, or a fault to inject."""
+        fake = self.fake
+        token = self._bearer()
+        if token not in fake.google_access:
+            self._google_error(401, "authError", "Invalid Credentials")
+            return True
+        if not fake.google_scopes.get(token, set()) & WRITE_SCOPES:
+            # What Google answers a token whose consent lacks a write scope.
+            self._google_error(
+                403, "insufficientPermissions", "Request had insufficient authentication scopes."
+            )
+            return True
+        if len(parts) not in (3, 4) or parts[0] != "calendars" or parts[2] != "events":
+            self._google_error(404, "notFound", "Not Found")
+            return True
+        calendar = unquote(parts[1])
+        if calendar not in CALENDARS:
+            self._google_error(404, "notFound", "Not Found")
+            return True
+        if calendar in fake.read_only_calendars:
+            # A calendar shared with the person without write access.
+            self._google_error(
+                403, "requiredAccessLevel", "You need to have writer access to this calendar."
+            )
+            return True
+        if not fake.write_faults:
+            return False
+        status = fake.write_faults.pop(0)
+        if status == 0:  # a dropped connection
+            self.close_connection = True
+            self.connection.shutdown(2)
+        elif status == 429:
+            self._google_error(429, "rateLimitExceeded", "Rate Limit Exceeded", "usageLimits")
+        else:
+            self._google_error(status, "backendError", "Backend Error")
+        return True
+
+    def _google_insert(
+        self, calendar: str, body: dict[str, Any], now: datetime, taken: set[str]
+    ) -> None:
+        """events.insert."""
+        fake = self.fake
+        events = fake.written[calendar]
+        eid = body.get("id") or uuid.uuid4().hex  # hex digits are base32hex too
+        if not (5 <= len(eid) <= 1024 and set(eid) <= BASE32HEX):
+            return self._google_error(400, "invalid", "Invalid resource id value.")
+        if eid in taken:
+            return self._google_error(409, "duplicate", "The requested identifier already exists.")
+        if "start" not in body or "end" not in body:
+            return self._google_error(400, "required", "Missing end time.")
+        event = {
+            **copy.deepcopy(body),
+            "kind": "calendar#event",
+            "id": eid,
+            "status": body.get("status", "confirmed"),
+            "created": iso_z(now),
+            "updated": iso_z(now),
+            "sequence": 0,
+            "etag": f'"{_ms(now)}0"',
+            "iCalUID": f"{eid}@google.com",
+            "htmlLink": f"https://calendar.example/event?eid={eid}",
+            "creator": {"email": ME, "self": True},
+            "organizer": {"email": ME, "self": True},
+        }
+        events[eid] = event
+        fake.write_log.append(("insert", calendar, eid))
+        return self._send(200, event)
+
+    def _google_change(
+        self,
+        method: str,
+        calendar: str,
+        eid: str,
+        *,
+        body: dict[str, Any],
+        now: datetime,
+        taken: set[str],
+    ) -> None:
+        """events.patch and events.delete."""
+        fake = self.fake
+        event = fake.written[calendar].get(eid)
         if event is None:
             if eid in taken:
                 # One of the world's events (the person's own): Google would let its owner

@@ -79,59 +79,96 @@ def ha_problems(topic: str, payload: str) -> list[str]:
         return [f"{topic}: payload is not JSON"]
     if not isinstance(config, dict):
         return [f"{topic}: payload is not a JSON object"]
+    problems = [
+        *_entity_problems(config, component),
+        *_availability_problems(config),
+        *_field_problems(config, component),
+        *_COMPONENT_PROBLEMS.get(component, lambda _config: [])(config),
+    ]
+    return [f"{topic}: {p}" for p in problems]
+
+
+def _entity_problems(config: dict[str, Any], component: str) -> list[str]:
     problems = []
     unknown = set(config) - COMMON_KEYS - COMPONENT_KEYS[component]
     if unknown:
-        problems.append(f"{topic}: keys Home Assistant drops: {sorted(unknown)}")
+        problems.append(f"keys Home Assistant drops: {sorted(unknown)}")
     if not isinstance(config.get("unique_id"), str) or not config["unique_id"]:
-        problems.append(f"{topic}: no unique_id (the entity cannot join a device)")
+        problems.append("no unique_id (the entity cannot join a device)")
     dev = config.get("device")
     if not isinstance(dev, dict) or not (dev.get("identifiers") or dev.get("connections")):
-        problems.append(f"{topic}: device without identifiers or connections")
+        problems.append("device without identifiers or connections")
     elif set(dev) - DEVICE_KEYS:
-        problems.append(f"{topic}: unknown device keys {sorted(set(dev) - DEVICE_KEYS)}")
+        problems.append(f"unknown device keys {sorted(set(dev) - DEVICE_KEYS)}")
     if "origin" in config and not config["origin"].get("name"):
-        problems.append(f"{topic}: origin without a name")
+        problems.append("origin without a name")
+    return problems
+
+
+def _availability_problems(config: dict[str, Any]) -> list[str]:
+    problems = []
     if "availability" in config and "availability_topic" in config:
-        problems.append(f"{topic}: availability and availability_topic together")
+        problems.append("availability and availability_topic together")
     for item in config.get("availability", []):
         if _bad_topic(item.get("topic")):
-            problems.append(f"{topic}: availability entry without a valid topic")
+            problems.append("availability entry without a valid topic")
     if config.get("availability_mode", "latest") not in ("all", "any", "latest"):
-        problems.append(f"{topic}: availability_mode {config['availability_mode']!r}")
+        problems.append(f"availability_mode {config['availability_mode']!r}")
+    return problems
+
+
+def _field_problems(config: dict[str, Any], component: str) -> list[str]:
+    problems = []
     category = config.get("entity_category")
     if category not in (None, "config", "diagnostic"):
-        problems.append(f"{topic}: entity_category {category!r}")
+        problems.append(f"entity_category {category!r}")
     if component in ("sensor", "binary_sensor") and category == "config":
-        problems.append(f"{topic}: a sensor cannot be in the config category")
+        problems.append("a sensor cannot be in the config category")
     if config.get("qos", 0) not in (0, 1, 2):
-        problems.append(f"{topic}: qos {config['qos']!r}")
+        problems.append(f"qos {config['qos']!r}")
     for key, value in config.items():
         if key.endswith("_topic") and _bad_topic(value):
-            problems.append(f"{topic}: {key} is not a topic one can publish to")
+            problems.append(f"{key} is not a topic one can publish to")
     if component in ("sensor", "binary_sensor") and "state_topic" not in config:
-        problems.append(f"{topic}: no state_topic")
-    if component == "sensor":
-        if "state_class" in config and config["state_class"] not in STATE_CLASSES:
-            problems.append(f"{topic}: state_class {config['state_class']!r}")
-        if config.get("device_class") == "enum":
-            if not config.get("options"):
-                problems.append(f"{topic}: enum sensor without options")
-            if "state_class" in config or "unit_of_measurement" in config:
-                problems.append(f"{topic}: enum sensor with a state class or unit")
-        elif "options" in config:
-            problems.append(f"{topic}: options without device_class enum")
-    if component == "binary_sensor" and config.get("device_class") not in (
-        None,
-        *BINARY_DEVICE_CLASSES,
-    ):
-        problems.append(f"{topic}: binary_sensor device_class {config['device_class']!r}")
-    if component == "button":
-        if "command_topic" not in config:
-            problems.append(f"{topic}: a button without command_topic")
-        if "state_topic" in config:
-            problems.append(f"{topic}: a button has no state")
+        problems.append("no state_topic")
     return problems
+
+
+def _sensor_problems(config: dict[str, Any]) -> list[str]:
+    problems = []
+    if "state_class" in config and config["state_class"] not in STATE_CLASSES:
+        problems.append(f"state_class {config['state_class']!r}")
+    if config.get("device_class") == "enum":
+        if not config.get("options"):
+            problems.append("enum sensor without options")
+        if "state_class" in config or "unit_of_measurement" in config:
+            problems.append("enum sensor with a state class or unit")
+    elif "options" in config:
+        problems.append("options without device_class enum")
+    return problems
+
+
+def _binary_sensor_problems(config: dict[str, Any]) -> list[str]:
+    if config.get("device_class") not in (None, *BINARY_DEVICE_CLASSES):
+        return [f"binary_sensor device_class {config['device_class']!r}"]
+    return []
+
+
+def _button_problems(config: dict[str, Any]) -> list[str]:
+    problems = []
+    if "command_topic" not in config:
+        problems.append("a button without command_topic")
+    if "state_topic" in config:
+        problems.append("a button has no state")
+    return problems
+
+
+# What only one component's config can get wrong.
+_COMPONENT_PROBLEMS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "sensor": _sensor_problems,
+    "binary_sensor": _binary_sensor_problems,
+    "button": _button_problems,
+}
 
 
 def state_problems(config: dict[str, Any], component: str, retained: dict[str, str]) -> list[str]:

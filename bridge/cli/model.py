@@ -61,6 +61,7 @@ def _families(text: str, option: str) -> tuple[str, ...]:
 
 def _lofo(
     families: str,
+    *,
     people: int,
     seed: int,
     train_people: int,
@@ -68,7 +69,7 @@ def _lofo(
     as_json: bool,
     plot: Path | None,
 ) -> None:
-    from bridge.sim.lofo import format_lofo, lofo
+    from bridge.sim.lofo import FoldBudget, format_lofo, lofo
 
     names = _families(families, "--families")
     if len(names) < 2:
@@ -77,8 +78,8 @@ def _lofo(
         names,
         n_people=people,
         seed=seed,
-        train_people=train_people,
         slots=slots,
+        budget=FoldBudget(train_people=train_people),
         progress=None if as_json else lambda n: typer.echo(n + "…", err=True),
     )
     if plot is not None:
@@ -93,6 +94,7 @@ def _lofo(
 
 @app.command("eval")
 def eval_(
+    *,
     split: Annotated[str, typer.Option(help="in (held-out, in-distribution) or ood.")] = "in",
     people: Annotated[int, typer.Option(min=1, help="Simulated people per runner.")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of the evaluation people.")] = 0,
@@ -140,13 +142,21 @@ def eval_(
     as_json: JsonOpt = False,
 ) -> None:
     """Run random, heuristic, bundled, no-prior, linear-ts and oracle over the same people."""
-    from bridge.sim.evaluate import ADAPTED, BLIND, RUNNERS, evaluate, format_table
+    from bridge.sim.evaluate import ADAPTED, BLIND, RUNNERS, Lineup, evaluate, format_table
     from bridge.sim.families import NAMES
 
     if split not in ("in", "ood"):
         raise InputError(f"--split {split!r}: use 'in' or 'ood'")
     if lofo:
-        _lofo(families, people, seed, train_people, slots, as_json, plot)
+        _lofo(
+            families,
+            people=people,
+            seed=seed,
+            train_people=train_people,
+            slots=slots,
+            as_json=as_json,
+            plot=plot,
+        )
         return
     if family not in NAMES:
         raise InputError(f"--family {family!r}: use one of {', '.join(NAMES)}")
@@ -159,7 +169,9 @@ def eval_(
         split,
         people,
         seed,
-        runners=(*RUNNERS, *((ADAPTED,) if adapter else ()), *((BLIND,) if calendars else ())),
+        lineup=Lineup(
+            (*RUNNERS, *((ADAPTED,) if adapter else ()), *((BLIND,) if calendars else ()))
+        ),
         progress=None if as_json else lambda n: typer.echo(f"running {n}…", err=True),
         calendars=calendars,
         family=family,

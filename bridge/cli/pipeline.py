@@ -8,7 +8,7 @@ import logging
 import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -26,6 +26,9 @@ from bridge.cli.core import (
 )
 from bridge.errors import BridgeError
 from connectors.registry import IMPORT_KINDS, SCHEDULED, spelled
+
+if TYPE_CHECKING:
+    from bridge.store import Store
 
 
 def window_text(doc: dict[str, Any]) -> str:
@@ -240,6 +243,7 @@ def sync(
 
 @app.command()
 def meters(
+    *,
     on: Annotated[
         str | None, typer.Option("--date", help="One local date YYYY-MM-DD (default: today).")
     ] = None,
@@ -260,12 +264,9 @@ def meters(
 
     A value marked * is stale: its freshest input is older than [meters] stale_after_hours.
     """
-    from sqlalchemy import select
-
     from bridge.clock import current_slot
     from bridge.out.history import stored_range
-    from bridge.out.snapshot import slot_document
-    from bridge.store.models import MeterSnapshot
+    from bridge.out.snapshot import slots_between
 
     settings = current_settings()
     slot_no = slot_arg(slot)
@@ -274,22 +275,9 @@ def meters(
     if as_json and as_csv:
         raise BridgeError("--json and --csv: choose one")
     today = current_slot(settings, datetime.now(UTC)).local_date
-    if first or last:
-        lo = date_arg(first, "--from") or date_arg(last, "--to")
-        hi = date_arg(last, "--to") or today
-        if lo > hi:
-            raise BridgeError(f"--from {lo} is after --to {hi}; swap them")
-    else:
-        lo = hi = date_arg(on, "--date") or today
+    lo, hi = _meters_span(on, first, last, today)
     store = current_store()
-    with store.session() as session:
-        stmt = select(MeterSnapshot).where(
-            MeterSnapshot.local_date >= lo, MeterSnapshot.local_date <= hi
-        )
-        if slot_no is not None:
-            stmt = stmt.where(MeterSnapshot.slot == slot_no)
-        order = (MeterSnapshot.local_date, MeterSnapshot.slot)
-        rows = [slot_document(s) for s in session.execute(stmt.order_by(*order)).scalars()]
+    rows = slots_between(store, lo, hi, slot_no)
     if not rows:
         span = stored_range(store)
         what = f"for {lo}" if lo == hi else f"from {lo} to {hi}"
@@ -309,9 +297,30 @@ def meters(
         return
     if not rows:
         return
-    from mappings.actions import METERS
+    _echo_meters(rows, ranged=lo != hi, stale_after_hours=settings.meters.stale_after_hours)
+    if explain:
+        _echo_explained(store, rows)
 
-    ranged = lo != hi
+
+def _meters_span(
+    on: str | None, first: str | None, last: str | None, today: date
+) -> tuple[date, date]:
+    """The first and last local date `meters` shows: one day, or --from/--to."""
+    if first or last:
+        lo = date_arg(first, "--from") or date_arg(last, "--to")
+        hi = date_arg(last, "--to") or today
+        if lo > hi:
+            raise BridgeError(f"--from {lo} is after --to {hi}; swap them")
+        return lo, hi
+    day = date_arg(on, "--date") or today
+    return day, day
+
+
+def _echo_meters(rows: list[dict[str, Any]], *, ranged: bool, stale_after_hours: float) -> None:
+    """The meters table, the newest slot's input ages and the stale mark's key."""
+    from mappings.actions import METERS
+    from mappings.ages import human_age
+
     typer.echo(
         ("date        " if ranged else "") + f"{'slot':<10}" + "".join(f"{m:>12}" for m in METERS)
     )
@@ -326,8 +335,6 @@ def meters(
         typer.echo(
             (f"{row['date']}  " if ranged else "") + f"{row['slot_name']:<10}" + "".join(cells)
         )
-    from mappings.ages import human_age
-
     newest = rows[-1]
     ages = []
     for m in METERS:
@@ -337,26 +344,22 @@ def meters(
     if ages:
         typer.echo(f"freshest input ({newest['date']} {newest['slot_name']}): " + ", ".join(ages))
     if stale_seen:
-        typer.echo(
-            f"* stale: the freshest input is older than {settings.meters.stale_after_hours:g} h"
-        )
-    if explain:
-        from mappings.explain import explain_slot
-        from mappings.slots import SlotKey
+        typer.echo(f"* stale: the freshest input is older than {stale_after_hours:g} h")
 
-        before_key = SlotKey(date.fromisoformat(rows[0]["date"]), rows[0]["slot"]).prev()
-        with store.session() as session:
-            found = session.execute(
-                select(MeterSnapshot).where(
-                    MeterSnapshot.local_date == before_key.local_date,
-                    MeterSnapshot.slot == before_key.slot,
-                )
-            ).scalar_one_or_none()
-        before = slot_document(found) if found else None
-        for row in rows:
-            typer.echo("")
-            typer.echo("\n".join(explain_slot(row, before)))
-            before = row
+
+def _echo_explained(store: Store, rows: list[dict[str, Any]]) -> None:
+    """What moved each meter of each slot, from the slot before the first one shown."""
+    from bridge.out.snapshot import stored_slot
+    from mappings.explain import explain_slot
+    from mappings.slots import SlotKey
+
+    before = stored_slot(
+        store, SlotKey(date.fromisoformat(rows[0]["date"]), rows[0]["slot"]).prev()
+    )
+    for row in rows:
+        typer.echo("")
+        typer.echo("\n".join(explain_slot(row, before)))
+        before = row
 
 
 @app.command()

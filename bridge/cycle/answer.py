@@ -16,6 +16,7 @@ def answer(
     recommendation_id: int,
     response: str,
     now: datetime,
+    *,
     channel: str = "cli",
 ) -> tuple[Feedback, bool, Recommendation | None]:
     """Record the answer as always; for a Reschedule, also the next free window for the

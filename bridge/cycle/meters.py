@@ -17,6 +17,7 @@ from bridge.store import Store, upsert
 from bridge.store.db import dumps, utcnow
 from bridge.store.models import CalendarEvent, MeterSnapshot, Reading, Task, TaskChange
 from mappings.actions import METERS
+from mappings.freshness import FreshnessRules
 from mappings.slots import SlotKey, slot_bounds, slot_of_instant, slots_between
 
 # Baselines look 60 days back from the day before a slot; weekly windows 7 days.
@@ -186,15 +187,15 @@ def _order(key: SlotKey) -> tuple[date, int]:
 Progress = Callable[[int, int], None]
 
 
-def freshness_rules(settings: Settings) -> dict[str, float]:
+def freshness_rules(settings: Settings) -> FreshnessRules:
     m = settings.meters
-    return {"stale_after_hours": m.stale_after_hours, "min_confidence": m.min_confidence}
+    return FreshnessRules(m.stale_after_hours, m.min_confidence)
 
 
 def freshness_config(settings: Settings) -> str:
     """The freshness settings as part of the meter state: changing them recomputes."""
     rules = freshness_rules(settings)
-    return f"{rules['stale_after_hours']:g},{rules['min_confidence']:g}"
+    return f"{rules.stale_after_hours:g},{rules.min_confidence:g}"
 
 
 def recompute_meters(
@@ -223,7 +224,7 @@ def recompute_meters(
         forget_taken,
         take_changes,
     )
-    from mappings.meters import compute_slots
+    from mappings.meters import MeterRules, compute_slots
 
     weights = meter_weights(settings)
     tz, bounds = settings.tz, settings.boundaries
@@ -296,11 +297,9 @@ def recompute_meters(
             chunk,
             tz=tz,
             now=now,
-            boundaries=bounds,
-            weights=weights,
+            rules=MeterRules(bounds, weights, freshness_rules(settings)),
             previous=previous,
             tasks=_task_frame(store, lo, chunk_hi),
-            **freshness_rules(settings),
         )
         del readings, events
         previous = results[-1]

@@ -271,7 +271,7 @@ def _mqtt_link(settings: Settings, store: Store) -> Any:
             settings,
             store,
             answer=lambda rec_id, response, now, channel: answer(
-                store, settings, rec_id, response, now, channel
+                store, settings, rec_id, response, now, channel=channel
             ),
         ).start()
     try:

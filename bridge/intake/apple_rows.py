@@ -104,42 +104,72 @@ class AppleRows:
         first = a.get("startDate")
         last = a.get("endDate")
         text = a.get("value")
-        if first is None or last is None or text is None or len(first) != 25:
+        if first is None or last is None or text is None:
             return None
-        tail = first[14:19]
-        if tail not in _MINUTES_SECONDS:
-            return None
-        hours = self.hours
-        key = first[:14] + first[19:]
-        start = hours.get(key, _MISS)
-        if start is _MISS:
-            start = self.hour(key)
+        start = self._moment(first)
         if start is None:
             return None
-        start_db = start[0] + tail + ".000000"  # type: ignore[index]
+        start_db = start[0]
         if last == first:
             end_db = start_db
         else:
-            tail = last[14:19]
-            if len(last) != 25 or tail not in _MINUTES_SECONDS:
-                return None
-            key = last[:14] + last[19:]
-            end = hours.get(key, _MISS)
-            if end is _MISS:
-                end = self.hour(key)
+            end = self._moment(last)
             if end is None:
                 return None
-            end_db = end[0] + tail + ".000000"  # type: ignore[index]
+            end_db = end[0]
             # A reading across a UTC midnight gets the ordinary path's span check.
             if end_db[:10] != start_db[:10] or end_db < start_db:
                 return None
         if not self.lo <= start_db <= self.hi:
             return None
+        reading = self._reading(text, a.get("unit", ""), energy, low, high)
+        if reading is None:
+            return None
+        origin = a.get("sourceName", "")
+        raw = a.get("device") or ""
+        device = self.names.get((origin, raw), _MISS)
+        if device is _MISS:
+            device = self.name(origin, raw)
+        if device is None:
+            return None
+        value, unit = reading
+        return (
+            self.source,
+            metric,
+            origin,
+            start_db,
+            end_db,
+            start[1],
+            value,
+            unit,
+            "",
+            device,
+            "",
+            self.stamp,
+        )
+
+    def _moment(self, text: str) -> tuple[str, int] | None:
+        """An export timestamp as (stored UTC text, offset in minutes); None: the ordinary
+        path decides."""
+        tail = text[14:19]
+        if len(text) != 25 or tail not in _MINUTES_SECONDS:
+            return None
+        key = text[:14] + text[19:]
+        hour = self.hours.get(key, _MISS)
+        if hour is _MISS:
+            hour = self.hour(key)
+        if hour is None:
+            return None
+        return hour[0] + tail + ".000000", hour[1]  # type: ignore[index]
+
+    def _reading(
+        self, text: str, unit: str, energy: bool, low: float, high: float
+    ) -> tuple[float, str] | None:
+        """(value, unit) of a sample in range with a printable unit (energy in kcal)."""
         try:
             value = float(text)
         except ValueError:
             return None
-        unit = a.get("unit", "")
         if energy:
             if unit == "kJ":
                 value /= 4.184
@@ -151,29 +181,7 @@ class AppleRows:
             if len(self.units) >= 1000:
                 self.units.clear()
             ok_unit = self.units[unit] = len(unit) <= 32 and unit.isprintable()
-        if not ok_unit:
-            return None
-        origin = a.get("sourceName", "")
-        raw = a.get("device") or ""
-        device = self.names.get((origin, raw), _MISS)
-        if device is _MISS:
-            device = self.name(origin, raw)
-        if device is None:
-            return None
-        return (
-            self.source,
-            metric,
-            origin,
-            start_db,
-            end_db,
-            start[1],  # type: ignore[index]
-            value,
-            unit,
-            "",
-            device,
-            "",
-            self.stamp,
-        )
+        return (value, unit) if ok_unit else None
 
 
 FastHook = Callable[[dict[str, str]], "tuple[Any, ...] | None"]

@@ -440,7 +440,8 @@ def write_records(
     try:
         if fast_records is not None and readings.fast and readings.to_db is _sqlite_datetime:
             records = fast_records(readings.stamp, wall_clock)
-        _write(session, source, records, summary, readings, now, wall_clock, progress, stop)
+        batches = _Batches(session, source, summary, readings, now, progress=progress, stop=stop)
+        _write(batches, records, wall_clock)
     finally:
         readings.close()
         # A reader running in a child process ends it now, not when the traceback goes.
@@ -449,53 +450,113 @@ def write_records(
             close()
 
 
-def _write(
-    session: Session,
-    source: str,
-    records: Iterable[Record],
-    summary: ImportSummary,
-    readings: ReadingWriter,
-    now: datetime,
-    wall_clock: datetime,
-    progress: Callable[[int], None] | None,
-    stop: threading.Event | None,
-) -> None:
-    events: list[dict[str, Any]] = []
-    tasks: list[dict[str, Any]] = []
-    scopes: list[ReplaceScope] = []
-    task_scopes: list[TaskScope] = []
-    seen_events: dict[str, set[tuple[str, str]]] = {}
-    seen_tasks: dict[str, set[str]] = {}
+@dataclass
+class _Batches:
+    """One import's rows not yet written, what it has seen so far, and where they go."""
 
-    def flush() -> None:
-        summary.new += readings.flush()
-        if tasks:
-            summary.new += write_tasks(session, source, tasks, now)
-            tasks.clear()
-        if events:
+    session: Session
+    source: str
+    summary: ImportSummary
+    readings: ReadingWriter
+    now: datetime
+    progress: Callable[[int], None] | None = None
+    stop: threading.Event | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    scopes: list[ReplaceScope] = field(default_factory=list)
+    task_scopes: list[TaskScope] = field(default_factory=list)
+    seen_events: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    seen_tasks: dict[str, set[str]] = field(default_factory=dict)
+    by_type: dict[str, int] = field(default_factory=dict)
+
+    def flush(self) -> None:
+        summary = self.summary
+        summary.new += self.readings.flush()
+        if self.tasks:
+            summary.new += write_tasks(self.session, self.source, self.tasks, self.now)
+            self.tasks.clear()
+        if self.events:
             summary.new += upsert(
-                session,
+                self.session,
                 CalendarEvent,
-                events,
+                self.events,
                 keys=EVENT_KEY,
                 update=EVENT_UPDATE,
                 touch=("updated_at",),
             )
-            events.clear()
-        if progress:
-            progress(summary.records)
-        if stop is not None and stop.is_set():
+            self.events.clear()
+        if self.progress:
+            self.progress(summary.records)
+        if self.stop is not None and self.stop.is_set():
             raise Cancelled()
 
-    by_type: dict[str, int] = {}
-    pending = readings.rows
-    add = readings.add
-
-    def note_skip(kind: str, reason: str, what: str = "implausible") -> None:
+    def note_skip(self, kind: str, reason: str, what: str = "implausible") -> None:
+        summary = self.summary
         if not summary.skipped[kind]:  # one warning per kind, not one per record
             log.warning("%s: skipping %s %s record: %s", summary.path, what, kind, reason)
         summary.skipped[kind] += 1
 
+    def add_other(self, rec: Record, wall_clock: datetime) -> bool:
+        """Take a record that is not a reading; True: a batch is full."""
+        if type(rec) is Skipped:
+            self.note_skip(rec.kind, rec.reason, "unreadable")
+            return False
+        if isinstance(rec, EventRecord):
+            return self._add_event(rec, wall_clock)
+        if type(rec) is TaskRecord:
+            return self._add_task(rec, wall_clock)
+        if type(rec) is TaskScope:
+            self.task_scopes.append(rec)
+        else:
+            self.scopes.append(rec)  # type: ignore[arg-type]
+        return False
+
+    def _add_event(self, rec: EventRecord, wall_clock: datetime) -> bool:
+        try:
+            reason = check_event(rec, wall_clock)
+        except OverflowError:
+            reason = "date out of range"
+        if reason is not None:
+            self.note_skip("event", reason)
+            return False
+        self.events.append(rec.row(self.source, self.now))
+        self.seen_events.setdefault(rec.calendar_id, set()).add((rec.uid, rec.recurrence_id))
+        self.by_type["event"] = self.by_type.get("event", 0) + 1
+        return len(self.readings.rows) + len(self.events) >= BATCH
+
+    def _add_task(self, rec: TaskRecord, wall_clock: datetime) -> bool:
+        row = None
+        try:
+            reason = check_task(rec, wall_clock)
+            row = rec.row(self.source, self.now) if reason is None else None
+        except OverflowError:
+            reason = "date out of range"
+        if row is None or reason is not None:
+            self.note_skip("task", reason or "date out of range")
+            return False
+        self.tasks.append(row)
+        self.seen_tasks.setdefault(rec.list_id, set()).add(rec.uid)
+        self.by_type["task"] = self.by_type.get("task", 0) + 1
+        return len(self.readings.rows) + len(self.events) + len(self.tasks) >= BATCH
+
+    def finish(self) -> None:
+        """After the last batch: revised readings replaced, what the source dropped gone."""
+        session, source, summary, now = self.session, self.source, self.summary, self.now
+        summary.replaced += self.readings.revised.replace(session, source)
+        for scope in self.scopes:
+            seen = self.seen_events.get(scope.calendar_id, set())
+            summary.cancelled += cancel_missing(session, source, scope, seen, now)
+        for task_scope in self.task_scopes:
+            seen_tasks = self.seen_tasks.get(task_scope.list_id, set())
+            summary.cancelled += delete_missing(session, source, task_scope, seen_tasks, now)
+
+
+def _write(batches: _Batches, records: Iterable[Record], wall_clock: datetime) -> None:
+    # Readings are nearly every record of a large export: they stay inline here, with
+    # the writer's list and method held in locals.
+    summary, by_type = batches.summary, batches.by_type
+    pending = batches.readings.rows
+    add = batches.readings.add
     for rec in records:
         if type(rec) is tuple:  # a ready row (fast_records)
             pending.append(rec)
@@ -510,63 +571,20 @@ def _write(
                 # Year 1 at +01:00 or year 9999 at -05:00 has no UTC instant.
                 reason = "date out of range"
             if reason is not None:
-                note_skip(rec.metric, reason)
+                batches.note_skip(rec.metric, reason)
                 continue
             metric = rec.metric
             by_type[metric] = by_type.get(metric, 0) + 1
             if len(pending) < BATCH:
                 continue
-        elif type(rec) is Skipped:
-            note_skip(rec.kind, rec.reason, "unreadable")
-            continue
-        elif isinstance(rec, EventRecord):
-            try:
-                reason = check_event(rec, wall_clock)
-            except OverflowError:
-                reason = "date out of range"
-            if reason is not None:
-                note_skip("event", reason)
-                continue
-            events.append(rec.row(source, now))
-            seen_events.setdefault(rec.calendar_id, set()).add((rec.uid, rec.recurrence_id))
-            by_type["event"] = by_type.get("event", 0) + 1
-            if len(pending) + len(events) < BATCH:
-                continue
-        elif type(rec) is TaskRecord:
-            row = None
-            try:
-                reason = check_task(rec, wall_clock)
-                row = rec.row(source, now) if reason is None else None
-            except OverflowError:
-                reason = "date out of range"
-            if row is None or reason is not None:
-                note_skip("task", reason or "date out of range")
-                continue
-            tasks.append(row)
-            seen_tasks.setdefault(rec.list_id, set()).add(rec.uid)
-            by_type["task"] = by_type.get("task", 0) + 1
-            if len(pending) + len(events) + len(tasks) < BATCH:
-                continue
-        elif type(rec) is TaskScope:
-            task_scopes.append(rec)
-            continue
-        else:
-            scopes.append(rec)
+        elif not batches.add_other(rec, wall_clock):
             continue
         summary.records = sum(by_type.values())
-        flush()
+        batches.flush()
     summary.records = sum(by_type.values())
     summary.by_type.update(by_type)
-    flush()
-    summary.replaced += readings.revised.replace(session, source)
-    for scope in scopes:
-        summary.cancelled += cancel_missing(
-            session, source, scope, seen_events.get(scope.calendar_id, set()), now
-        )
-    for task_scope in task_scopes:
-        summary.cancelled += delete_missing(
-            session, source, task_scope, seen_tasks.get(task_scope.list_id, set()), now
-        )
+    batches.flush()
+    batches.finish()
 
 
 def cancel_missing(

@@ -248,7 +248,7 @@ def push(
     ops = planned(store, settings, now)
     if ops:
         try:
-            _apply(store, settings, ops, report, secrets, http)
+            _apply(store, settings, ops, report, secrets=secrets, http=http)
         except ConsentNeeded as err:
             report.status, report.error = "needs_consent", str(err)
             log.warning("%s", err)
@@ -275,6 +275,7 @@ def _apply(
     settings: Settings,
     ops: list[Op],
     report: PushReport,
+    *,
     secrets: Any,
     http: Any,
 ) -> None:
@@ -286,7 +287,13 @@ def _apply(
     endpoint = settings.sources.google_calendar.api_base_url
     try:
         with google_service(
-            settings, secrets, "calendar", "v3", endpoint, http, token_secret=WRITE_TOKEN_SECRET
+            settings,
+            secrets,
+            "calendar",
+            "v3",
+            endpoint,
+            http=http,
+            token_secret=WRITE_TOKEN_SECRET,
         ) as service:
             events = service.events()
             for op in ops:

@@ -333,6 +333,31 @@ def slot_documents(store: Store, since: date, until: SlotKey) -> list[dict[str, 
     ]
 
 
+def slots_between(
+    store: Store, first: date, last: date, slot: int | None = None
+) -> list[dict[str, Any]]:
+    """The stored slots of local dates `first` to `last` (only slot `slot` if given), in order."""
+    stmt = select(MeterSnapshot).where(
+        MeterSnapshot.local_date >= first, MeterSnapshot.local_date <= last
+    )
+    if slot is not None:
+        stmt = stmt.where(MeterSnapshot.slot == slot)
+    order = (MeterSnapshot.local_date, MeterSnapshot.slot)
+    with store.session() as session:
+        return [slot_document(s) for s in session.execute(stmt.order_by(*order)).scalars()]
+
+
+def stored_slot(store: Store, key: SlotKey) -> dict[str, Any] | None:
+    """The stored slot `key` (None: not stored)."""
+    with store.session() as session:
+        found = session.execute(
+            select(MeterSnapshot).where(
+                MeterSnapshot.local_date == key.local_date, MeterSnapshot.slot == key.slot
+            )
+        ).scalar_one_or_none()
+        return slot_document(found) if found else None
+
+
 def build_snapshot(
     store: Store, settings: Settings, now: datetime, since: date | None = None
 ) -> dict[str, Any]:

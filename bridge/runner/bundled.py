@@ -14,13 +14,15 @@ from __future__ import annotations
 import json
 from collections import Counter
 from copy import deepcopy
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from bridge.errors import InputError
 from bridge.runner.base import Recommendation, available_actions
 from bridge.runner.features import (
     N_CTX,
@@ -32,7 +34,6 @@ from bridge.runner.features import (
     meters_of,
     profile_features,
 )
-from bridge.runner.residual import corrected, fit_residual
 from mappings.actions import ACTIONS, METERS
 
 GRID_POINTS = 9
@@ -48,9 +49,6 @@ GUARD = 10.0  # score lost per unit a meter is expected to end below SAFE
 # proper density, and w integrated out per person. Someone an expert fits is read at its
 # sharp scale (a training family's own people, as a single-family model reads them) and
 # anyone else at the broad one (what transfer to an unknown family needs). Issue 20.
-# An artifact may also give each person an offset of their own on each action's effect on
-# each meter (meta["effect_offset_sds"], integrated out in closed form, against none), for
-# a family whose neutral effects differ; tried for issue 22 and not shipped (README).
 DELTA_WEIGHT = 0.5
 # People differ in how often they say yes at all: a per-person logit offset on every
 # acceptance, integrated out over this grid under a N(0, OFFSET_SD) prior, so a yes-sayer
@@ -62,6 +60,20 @@ PROBE_HORIZON = 16  # ... falling to zero over this many answers
 AXES = ("S", "M", "W")
 DROP = 1e-4  # experts below this share of the most likely one's weight are left out
 PRUNE = 1e-6  # profiles below this share of the most likely one's are left out of a choice
+# Meta keys of features tried and not shipped (README), and the trial each belongs to: only
+# bridge.sim.trials runs them, so an artifact asking for one is refused here rather than
+# read as if it did not.
+TRIAL_KEYS = {
+    "effect_offset_sds": "effect offsets",
+    "fit_check_scales": "fit check",
+    "residual_tau": "residual",
+    "residual_slot_tau": "residual",
+}
+
+
+def trials_asked(meta: dict[str, Any]) -> list[str]:
+    """The trials an artifact's meta switches on (a zero or empty value is none)."""
+    return sorted({name for key, name in TRIAL_KEYS.items() if meta.get(key)})
 
 
 def default_model_path() -> Path:
@@ -78,6 +90,8 @@ class BundledModel:
     person of another family by whichever experts explain them. An older artifact (no
     expert axis) is one expert.
     """
+
+    runs_trials: ClassVar[bool] = False  # bridge.sim.trials.TrialModel: True
 
     def __init__(self, path: Path) -> None:
         _single_threaded_blas()
@@ -112,18 +126,18 @@ class BundledModel:
         self.delta_weight = float(self.meta.get("delta_weight", DELTA_WEIGHT))
         self.expert_temper = float(self.meta.get("expert_temper", 1.0))
         self.meter_scales = tuple(float(w) for w in self.meta.get("meter_scales") or ())
-        self.effect_sds = tuple(float(s) for s in self.meta.get("effect_offset_sds") or ())
-        self.effect_prior = float(self.meta.get("effect_offset_prior", 0.5))
-        # Scales a person's meter changes are checked at for whether an expert fits them
-        # (Evidence.fit_share); none: the expert temper applies to everyone. Tried for
-        # issue 20 and not shipped (README).
-        self.fit_scales = tuple(float(w) for w in self.meta.get("fit_check_scales") or ())
-        if self.fit_scales and 1.0 not in self.fit_scales:
-            raise ValueError(f"{path}: fit_check_scales {list(self.fit_scales)} must include 1")
-        # The per-person correction's prior sd (bridge.runner.residual), chosen at
-        # training time; an artifact without it gets none, as before.
-        self.residual_tau = float(self.meta.get("residual_tau", 0.0))
-        self.residual_slot_tau = float(self.meta.get("residual_slot_tau", 0.0))
+        asked = trials_asked(self.meta)
+        if asked and not self.runs_trials:
+            names = " and ".join(f"'{a}'" for a in asked)
+            raise InputError(
+                f"{path}: asks for the {names} trial{'s' if len(asked) > 1 else ''}, which "
+                "only bridge.sim runs; retrain with `rhythm-bridge train-model`"
+            )
+
+    def new_evidence(
+        self, bias: np.ndarray | None, offsets: tuple[float, ...], keep: bool = True
+    ) -> Evidence:
+        return Evidence(self, bias, offsets, keep)
 
     def accept_logits(
         self,
@@ -143,6 +157,7 @@ class BundledModel:
         history: list[dict[str, Any]],
         log_prior: np.ndarray | None = None,
         bias: np.ndarray | None = None,
+        *,
         delta_weight: float | None = None,
         offsets: tuple[float, ...] = (0.0,),
         evidence: Evidence | None = None,
@@ -154,7 +169,7 @@ class BundledModel:
         answers it has already read, so only new answers cost anything.
         """
         if evidence is None:
-            evidence = Evidence(self, bias, offsets, keep=False)
+            evidence = self.new_evidence(bias, offsets, keep=False)
         evidence.update(history)
         off = np.asarray(offsets, dtype=np.float64)
         logp = (self.log_prior if log_prior is None else log_prior)[None, :, None] - 0.5 * (
@@ -165,18 +180,7 @@ class BundledModel:
         logp = logp + evidence.log_likelihood(weight)
         temper = self.expert_temper if expert_temper is None else expert_temper
         logp = logp - logp.max()
-        tempered = self.tempered(logp, temper)
-        if temper == 1.0 or not self.fit_scales or not evidence.count:
-            return tempered
-        # Tempering is for people no expert fits; someone whose meter changes one expert
-        # explains to within its own noise is read by plain Bayes, as a single-family
-        # model would read them. How sure that is (the share of the posterior at the
-        # unit scale) weighs the two posteriors.
-        fit = np.clip(evidence.fit_share(logp, self.fit_scales), 1e-12, 1.0 - 1e-12)
-        mix = np.logaddexp(
-            np.log(fit) + _log_normalized(logp), np.log1p(-fit) + _log_normalized(tempered)
-        )
-        return mix - mix.max()
+        return self.tempered(logp, temper)
 
     def tempered(self, logp: np.ndarray, temper: float) -> np.ndarray:
         """(E, K, B) untempered log posterior -> each expert's weight from its evidence to
@@ -225,10 +229,6 @@ class Evidence:
         self.const = np.zeros(e)
         self.resid = np.zeros(e)  # -sum prec obs^2 / 2: the part of `const` a scale scales
         self.count = 0.0  # meter changes read
-        # The same sums per action and meter, for a per-person offset of each effect
-        a, n = len(ACTIONS), len(METERS)
-        self.group_prec, self.group_obs = np.zeros((e, a, n)), np.zeros((e, a, n))
-        self.group_wd = np.zeros((e, a, n, p))
 
     def update(self, history: list[dict[str, Any]]) -> None:
         items = [
@@ -292,8 +292,16 @@ class Evidence:
             np.array([delta_context(items[i]["slot"]) for i in acc]),
             m.delta_w[:, acts[acc]],
         )  # (E, n, meters, prof)
-        prec = usable[None] / m.delta_sd[:, acts[acc]] ** 2  # (E, n, meters)
-        obs = np.nan_to_num(obs)
+        self._sum_changes(acts[acc], usable, np.nan_to_num(obs), wd)
+
+    def _sum_changes(
+        self, acts: np.ndarray, usable: np.ndarray, obs: np.ndarray, wd: np.ndarray
+    ) -> None:
+        """Fold accepted answers' meter changes into the running sums: actions (n,), which
+        changes count (n, meters), the changes (0 where unknown), and the expected
+        changes' weights on g (E, n, meters, prof)."""
+        m = self.model
+        prec = usable[None] / m.delta_sd[:, acts] ** 2  # (E, n, meters)
         self.quad += np.einsum("enm,enmp,enmq->epq", prec, wd, wd)
         self.lin += np.einsum("enm,nm,enmp->ep", prec, obs, wd)
         # What does not depend on the profile still differs between experts (each has
@@ -301,34 +309,11 @@ class Evidence:
         resid = np.einsum("enm,nm->e", prec, obs**2) / 2
         self.resid -= resid
         self.count += float(usable.sum())
-        self.const -= resid + np.einsum("nm,enm->e", usable, np.log(m.delta_sd[:, acts[acc]]))
-        if m.effect_sds:
-            to_action = np.eye(len(ACTIONS))[acts[acc]].T  # (A, n): sums per action
-            self.group_prec += to_action @ prec
-            self.group_obs += to_action @ (prec * obs[None])
-            e, n, k, p = wd.shape
-            self.group_wd += (to_action @ (prec[..., None] * wd).reshape(e, n, -1)).reshape(
-                e, -1, k, p
-            )
+        self.const -= resid + np.einsum("nm,enm->e", usable, np.log(m.delta_sd[:, acts]))
 
     def _changes_log_likelihood(self) -> np.ndarray:
         """(E, K): the meter changes' log-likelihood at each expert's own spread."""
         return self.const[:, None] + self.lin @ self.model.g.T - 0.5 * self._over_grid(self.quad)
-
-    def fit_share(self, logp: np.ndarray, scales: tuple[float, ...]) -> float:
-        """P(the meter changes are read at their expert's own spread) under the posterior
-        `logp` (E, K, B): each (expert, profile)'s changes read at each of `scales` (one
-        of them 1), N(mean, sd^2 / w), the scale's posterior under a flat prior, averaged.
-
-        A two-sided check: changes spread wider than the expert says (a family it was not
-        trained on) and narrower (quieter people than the expert's) both fail it.
-        """
-        post = np.exp(logp).sum(2)
-        post /= post.sum()
-        parts = np.stack(self._at_scales(self._changes_log_likelihood(), scales))
-        parts -= parts.max(0)
-        q = np.exp(parts)
-        return float((post * q[scales.index(1.0)] / q.sum(0)).sum())
 
     def log_likelihood(self, delta_weight: float) -> np.ndarray:
         """(E, K, B): the answers' log-likelihood; the meter changes' tempered by weight, or
@@ -337,13 +322,17 @@ class Evidence:
         scales = self.model.meter_scales
         if not scales:
             return self.accept + (delta_weight * ll)[:, :, None]
-        parts = self._at_scales(ll, scales)
-        if self.model.effect_sds:
-            parts = self._with_offsets(parts, scales)
-        parts = np.stack(parts)
+        readings, weights = self._readings(ll, scales)
+        parts = np.stack(readings)
         top = parts.max(0)
-        mix = np.tensordot(self._part_weights(len(scales)), np.exp(parts - top), 1)
+        mix = np.tensordot(weights, np.exp(parts - top), 1)
         return self.accept + (top + np.log(mix))[:, :, None]
+
+    def _readings(
+        self, ll: np.ndarray, scales: tuple[float, ...]
+    ) -> tuple[list[np.ndarray], np.ndarray]:
+        """Each (E, K) way the changes may be read and its prior weight: one per scale."""
+        return self._at_scales(ll, scales), np.full(len(scales), 1.0 / len(scales))
 
     def _at_scales(self, ll: np.ndarray, scales: tuple[float, ...]) -> list[np.ndarray]:
         """(E, K) per scale w: the changes' log-likelihood `ll` read as N(mean, sd^2 / w)."""
@@ -353,42 +342,6 @@ class Evidence:
     def _over_grid(self, quad: np.ndarray) -> np.ndarray:
         """(E, K): g^T quad[e] g for every expert and profile of the grid."""
         return quad.reshape(len(quad), -1) @ self.model.gg.T
-
-    def _part_weights(self, n_scales: int) -> np.ndarray:
-        sds, q = self.model.effect_sds, self.model.effect_prior
-        each = np.array([1.0 - q] + [q / len(sds)] * len(sds)) if sds else np.ones(1)
-        return np.tile(each, n_scales) / n_scales
-
-    def _with_offsets(self, parts: list[np.ndarray], scales: tuple[float, ...]) -> list[np.ndarray]:
-        """Each scale's (E, K) log-likelihood, and the same with every action's effect on
-        every meter shifted by an offset of its own for this person, N(0, sd^2) for each
-        of the model's effect_sds, integrated out (a Gaussian: closed form).
-
-        Per (action, meter) pair with precision sum P, and r = the precision-weighted sum
-        of the changes less their expected values (linear in g), the offset adds
-        w^2 r^2 / (2 (w P + 1 / sd^2)) - log(1 + sd^2 w P) / 2: again a quadratic form in g.
-        """
-        e, p = len(self.group_prec), self.group_wd.shape[-1]
-        prec = self.group_prec.reshape(e, -1)
-        obs = self.group_obs.reshape(e, -1)
-        wd = self.group_wd.reshape(e, -1, p)
-        g = self.model.g
-        out = []
-        for w, base in zip(scales, parts, strict=True):
-            out.append(base)
-            for sd in self.model.effect_sds:
-                f = w**2 / (w * prec + 1.0 / sd**2)  # (E, pairs)
-                const = 0.5 * (f * obs**2).sum(1) - 0.5 * np.log1p(sd**2 * w * prec).sum(1)
-                lin = np.einsum("eg,eg,egp->ep", f, obs, wd)
-                quad = (wd * f[..., None]).transpose(0, 2, 1) @ wd
-                gain = const[:, None] - lin @ g.T + 0.5 * self._over_grid(quad)
-                out.append(base + gain)
-        return out
-
-
-def _log_normalized(logp: np.ndarray) -> np.ndarray:
-    top = logp.max()
-    return logp - top - np.log(np.exp(logp - top).sum())
 
 
 def _without_calendar(item: dict[str, Any]) -> dict[str, Any]:
@@ -446,34 +399,39 @@ def _entropy(p: np.ndarray) -> np.ndarray:
     return -(p * np.log(p) + (1 - p) * np.log(1 - p))
 
 
+@dataclass(frozen=True)
+class Choosing:
+    """How a recommendation weighs teaching against pleasing and guards the meters."""
+
+    probe: float = PROBE
+    probe_horizon: int = PROBE_HORIZON
+    guard: float = GUARD
+
+
 class BundledRunner:
     name = "bundled"
 
     def __init__(
         self,
-        model: str | None = None,
+        model: str | BundledModel | None = None,
         adapter: str | dict[str, Any] | None = None,
-        probe: float = PROBE,
-        probe_horizon: int = PROBE_HORIZON,
-        guard: float = GUARD,
+        *,
+        choosing: Choosing = Choosing(),
         calendar: bool = True,
         delta_weight: float | None = None,
         offsets: tuple[float, ...] | None = None,
         expert_temper: float | None = None,
-        residual_tau: float | None = None,
-        residual_slot_tau: float | None = None,
     ) -> None:
-        self.model = load_model(model)
+        # a loaded model: bridge.sim.trials hands in one that runs trials
+        self.model = model if isinstance(model, BundledModel) else load_model(model)
         self.offsets = OFFSETS if offsets is None else offsets
         # None: the model's own tempering; a value: only for choosing one at training time
         self.delta_weight = self.model.delta_weight if delta_weight is None else delta_weight
         self.expert_temper = self.model.expert_temper if expert_temper is None else expert_temper
-        self.tau = self.model.residual_tau if residual_tau is None else residual_tau
-        slot_tau = residual_slot_tau
-        self.slot_tau = self.model.residual_slot_tau if slot_tau is None else slot_tau
         self.calendar = calendar  # False: ignore how booked a slot is (for comparison)
         self.version = self.model.version
-        self.probe, self.probe_horizon, self.guard = probe, probe_horizon, guard
+        self.probe, self.probe_horizon = choosing.probe, choosing.probe_horizon
+        self.guard = choosing.guard
         self.log_prior: np.ndarray | None = None
         self.bias: np.ndarray | None = None
         self.history_since = None  # with an adapter: it already holds the older answers
@@ -483,7 +441,7 @@ class BundledRunner:
             fitted = load_adapter(adapter, self.model)
             self.log_prior, self.bias = fitted.log_prior, fitted.action_bias
             self.history_since = fitted.through
-        self.evidence = Evidence(self.model, self.bias, self.offsets)
+        self.evidence = self.model.new_evidence(self.bias, self.offsets)
 
     def posterior(self, history: list[dict[str, Any]]) -> np.ndarray:
         """(K,) posterior over the profile grid."""
@@ -501,10 +459,10 @@ class BundledRunner:
             history,
             self.log_prior,
             self.bias,
-            self.delta_weight,
-            self.offsets,
-            self.evidence,
-            self.expert_temper,
+            delta_weight=self.delta_weight,
+            offsets=self.offsets,
+            evidence=self.evidence,
+            expert_temper=self.expert_temper,
         )
         w = np.exp(logp)
         return w / w.sum()
@@ -563,11 +521,9 @@ class BundledRunner:
         spread = np.einsum("e,eam->am", w_e, spread_e + (mean_e - mean_delta) ** 2)
         sd2 = np.einsum("e,eam->am", w_e, m.delta_sd[live] ** 2)
         gain = gain + expected * 0.5 * np.log1p(spread / sd2).sum(1) * self.delta_weight
-        if self.tau > 0 or self.slot_tau > 0:
-            # Information gain stays the population model's: the correction changes what
-            # the person is expected to accept, not what an answer teaches about them.
-            residual, needed = self._residual(live, full, g_mean, g_cov)
-            expected = corrected(expected, residual[slot], needed)
+        expected = self._expected_accept(
+            expected, slot, live=live, full=full, g_mean=g_mean, g_cov=g_cov
+        )
         known = np.array([observation.get(k) is not None for k in METERS])
         # How far each action is expected to leave a known meter below SAFE: steep enough
         # that when a meter is already low, what lifts it beats what pleases.
@@ -591,34 +547,19 @@ class BundledRunner:
             },
         )
 
-    def _residual(
-        self, live: np.ndarray, full: np.ndarray, g_mean: np.ndarray, g_cov: np.ndarray
-    ) -> tuple[np.ndarray, float]:
-        """(4, A) logit corrections for this person and P(they need one)
-        (bridge.runner.residual), with every answered item's posterior-predictive logit
-        under the population model as offset."""
-        m, items = self.model, self.evidence.items  # the answers read, as the evidence read them
-        if not items:
-            return np.zeros((4, len(ACTIONS))), 0.0
-        acts = np.array([ACTIONS.index(h["action"]) for h in items])
-        ctx = np.array([item_context(h) for h in items])
-        w_e = full.sum((1, 2))
-        off = np.asarray(self.offsets, dtype=np.float64)
-        b_e = full.sum(1) / w_e[:, None]  # (E, B): the yes-saying offset per expert
-        b_mean = b_e @ off
-        b_var = np.maximum(b_e @ off**2 - b_mean**2, 0.0)
-        wi = np.einsum("nc,encp->enp", ctx, m.accept_w[live][:, acts])  # (E, n, P)
-        mean_e = np.einsum("enp,ep->en", wi, g_mean) + b_mean[:, None]
-        var_e = np.einsum("enp,epq,enq->en", wi, g_cov, wi) + b_var[:, None]
-        mean = w_e @ mean_e
-        var = w_e @ (var_e + (mean_e - mean) ** 2)
-        if self.bias is not None:
-            mean = mean + self.bias[acts]
-        # the logit of the posterior-predictive P(accept) (probit approximation)
-        offset = mean / np.sqrt(1.0 + np.pi * var / 8.0)
-        slots = np.array([int(h["slot"]) % 4 for h in items])
-        y = np.array([RESPONSE_VALUE[h["response"]] for h in items])
-        return fit_residual(acts, slots, y, offset, len(ACTIONS), self.tau, self.slot_tau)
+    def _expected_accept(
+        self,
+        expected: np.ndarray,
+        slot: int,
+        *,
+        live: np.ndarray,
+        full: np.ndarray,
+        g_mean: np.ndarray,
+        g_cov: np.ndarray,
+    ) -> np.ndarray:
+        """(A,) P(accept) the choice weighs: the posterior's own here. The posterior's
+        parts are passed for bridge.sim.trials, which corrects it per person."""
+        return expected
 
 
 # Which answers speak to which axis, and what a low value is called.

@@ -37,6 +37,7 @@ class OpenAIRunner:
         self,
         endpoint: str = "",
         model: str = "",
+        *,
         timeout: float = 30.0,
         max_tokens: int = 512,
         temperature: float = 0.2,

@@ -15,6 +15,7 @@ import sys
 import zipfile
 from datetime import date, datetime, time, timedelta
 from pathlib import Path
+from typing import Any, TypedDict, Unpack
 from xml.sax.saxutils import quoteattr
 from zoneinfo import ZoneInfo
 
@@ -54,7 +55,7 @@ def _fmt(when: datetime) -> str:
 
 
 def _record(
-    kind: str, source: str, start: datetime, end: datetime, value: str, unit: str | None = None
+    kind: str, source: str, start: datetime, end: datetime, value: str, *, unit: str | None = None
 ) -> str:
     unit_attr = f' unit="{unit}"' if unit else ""
     return (
@@ -73,126 +74,157 @@ def health_xml(rng: random.Random) -> str:
     day = FIRST_DAY
     while day <= DEMO_NOW.date():
         stress = 1.0 if day.weekday() in (1, 2) else 0.0  # hard Tue/Wed
-        # Night ending this morning: bedtime the evening before.
-        bed = _local(day - timedelta(days=1), 23 + rng.uniform(-0.7, 0.8) + 0.5 * stress)
-        wake = _local(day, 6.6 + rng.uniform(-0.4, 0.6) + (1.0 if day.weekday() >= 5 else 0))
-        if day == date(2026, 11, 19):
-            wake = _local(day, 6.1)  # a short night before the demo morning
-        out.append(
-            _record(C + "SleepAnalysis", PHONE, bed, wake, "HKCategoryValueSleepAnalysisInBed")
-        )
-        t = bed + timedelta(minutes=12)
-        cycle = 0
-        while t < wake - timedelta(minutes=10):
-            for stage, minutes in (
-                ("Core", 35),
-                ("Deep", 25 - 6 * cycle),
-                ("Core", 20),
-                ("REM", 12 + 6 * cycle),
-                ("Awake", 2),
-            ):
-                minutes = max(4, minutes + rng.randint(-5, 5))
-                end = min(t + timedelta(minutes=minutes), wake)
-                if end <= t:
-                    break
-                out.append(
-                    _record(
-                        C + "SleepAnalysis",
-                        WATCH,
-                        t,
-                        end,
-                        f"HKCategoryValueSleepAnalysisAsleep{stage}"
-                        if stage != "Awake"
-                        else "HKCategoryValueSleepAnalysisAwake",
-                    )
-                )
-                t = end
-            cycle = min(cycle + 1, 3)
-        # HRV (SDNN) a few times overnight and in the day; lower after stressful days.
-        for hour in (2.0, 4.5, 10.0, 15.0, 20.0):
-            when = _local(day, hour)
-            if when > DEMO_NOW:
-                continue
-            sdnn = rng.gauss(48 - 9 * stress, 6)
-            out.append(
-                _record(
-                    Q + "HeartRateVariabilitySDNN",
-                    WATCH,
-                    when,
-                    when + timedelta(minutes=1),
-                    f"{max(12, sdnn):.4f}",
-                    "ms",
-                )
-            )
-        if wake <= DEMO_NOW:
-            rhr = rng.gauss(57 + 4 * stress, 1.5)
-            if day == date(2026, 11, 19):
-                rhr = 64
-            out.append(
-                _record(
-                    Q + "RestingHeartRate",
-                    WATCH,
-                    _local(day, 0.0),
-                    _local(day, 23.99),
-                    f"{rhr:.0f}",
-                    "count/min",
-                )
-            )
-        # Heart rate every 20 minutes while awake.
-        minute = 0
-        while minute < 24 * 60:
-            when = _local(day, minute / 60)
-            if when > DEMO_NOW:
-                break
-            asleep = when < wake or when > _local(day, 23)
-            bpm = rng.gauss(55 if asleep else 72 + 6 * stress, 4)
-            out.append(_record(Q + "HeartRate", WATCH, when, when, f"{bpm:.0f}", "count/min"))
-            minute += 20
-        # Steps: hourly chunks, counted by both Watch and iPhone for the same walks.
-        for hour in range(7, 23):
-            start = _local(day, hour)
-            end = start + timedelta(minutes=rng.randint(8, 40))
-            if end > DEMO_NOW:
-                break
-            steps = max(0, int(rng.gauss(650, 350)))
-            out.append(_record(Q + "StepCount", WATCH, start, end, str(steps), "count"))
-            if rng.random() < 0.7:  # phone left on the desk sometimes
-                out.append(
-                    _record(
-                        Q + "StepCount",
-                        PHONE,
-                        start,
-                        end,
-                        str(int(steps * rng.uniform(0.85, 1.0))),
-                        "count",
-                    )
-                )
-        if day.weekday() in (1, 3) and _local(day, 8) < DEMO_NOW:  # Tue/Thu gym
-            start = _local(day, 7.0)
-            end = start + timedelta(minutes=50)
-            out.append(
-                f' <Workout workoutActivityType="HKWorkoutActivityTypeFunctionalStrengthTraining" '
-                f'duration="50" durationUnit="min" sourceName={quoteattr(WATCH)} sourceVersion="10.1" '
-                f'device="{DEVICE[WATCH]}" creationDate="{_fmt(end)}" startDate="{_fmt(start)}" '
-                f'endDate="{_fmt(end)}">\n'
-                f'  <WorkoutStatistics type="{Q}ActiveEnergyBurned" startDate="{_fmt(start)}" '
-                f'endDate="{_fmt(end)}" sum="{rng.uniform(280, 360):.1f}" unit="kcal"/>\n'
-                f" </Workout>\n"
-            )
-        if day.weekday() == 6 and _local(day, 21) < DEMO_NOW:
-            start = _local(day, 20.5)
-            out.append(
-                _record(
-                    C + "MindfulSession",
-                    PHONE,
-                    start,
-                    start + timedelta(minutes=10),
-                    "HKCategoryValueNotApplicable",
-                )
-            )
+        # One day's records, in the order the seeded draws were always made: the bytes
+        # of the bundled export depend on it.
+        wake = _night(out, rng, day, stress)
+        _heart(out, rng, day, wake, stress)
+        _steps(out, rng, day)
+        _sessions(out, rng, day)
         day += timedelta(days=1)
     out.append("</HealthData>\n")
     return "".join(out)
+
+
+def _night(out: list[str], rng: random.Random, day: date, stress: float) -> datetime:
+    """The night ending on `day`'s morning: in bed, then sleep stages; its wake time."""
+    # Bedtime the evening before.
+    bed = _local(day - timedelta(days=1), 23 + rng.uniform(-0.7, 0.8) + 0.5 * stress)
+    wake = _local(day, 6.6 + rng.uniform(-0.4, 0.6) + (1.0 if day.weekday() >= 5 else 0))
+    if day == date(2026, 11, 19):
+        wake = _local(day, 6.1)  # a short night before the demo morning
+    out.append(_record(C + "SleepAnalysis", PHONE, bed, wake, "HKCategoryValueSleepAnalysisInBed"))
+    t = bed + timedelta(minutes=12)
+    cycle = 0
+    while t < wake - timedelta(minutes=10):
+        for stage, minutes in (
+            ("Core", 35),
+            ("Deep", 25 - 6 * cycle),
+            ("Core", 20),
+            ("REM", 12 + 6 * cycle),
+            ("Awake", 2),
+        ):
+            minutes = max(4, minutes + rng.randint(-5, 5))
+            end = min(t + timedelta(minutes=minutes), wake)
+            if end <= t:
+                break
+            out.append(
+                _record(
+                    C + "SleepAnalysis",
+                    WATCH,
+                    t,
+                    end,
+                    f"HKCategoryValueSleepAnalysisAsleep{stage}"
+                    if stage != "Awake"
+                    else "HKCategoryValueSleepAnalysisAwake",
+                )
+            )
+            t = end
+        cycle = min(cycle + 1, 3)
+    return wake
+
+
+def _heart(out: list[str], rng: random.Random, day: date, wake: datetime, stress: float) -> None:
+    """HRV, the resting heart rate and the heart rate of one day."""
+    # HRV (SDNN) a few times overnight and in the day; lower after stressful days.
+    for hour in (2.0, 4.5, 10.0, 15.0, 20.0):
+        when = _local(day, hour)
+        if when > DEMO_NOW:
+            continue
+        sdnn = rng.gauss(48 - 9 * stress, 6)
+        out.append(
+            _record(
+                Q + "HeartRateVariabilitySDNN",
+                WATCH,
+                when,
+                when + timedelta(minutes=1),
+                f"{max(12, sdnn):.4f}",
+                unit="ms",
+            )
+        )
+    if wake <= DEMO_NOW:
+        rhr = rng.gauss(57 + 4 * stress, 1.5)
+        if day == date(2026, 11, 19):
+            rhr = 64
+        out.append(
+            _record(
+                Q + "RestingHeartRate",
+                WATCH,
+                _local(day, 0.0),
+                _local(day, 23.99),
+                f"{rhr:.0f}",
+                unit="count/min",
+            )
+        )
+    # Heart rate every 20 minutes while awake.
+    minute = 0
+    while minute < 24 * 60:
+        when = _local(day, minute / 60)
+        if when > DEMO_NOW:
+            break
+        asleep = when < wake or when > _local(day, 23)
+        bpm = rng.gauss(55 if asleep else 72 + 6 * stress, 4)
+        out.append(_record(Q + "HeartRate", WATCH, when, when, f"{bpm:.0f}", unit="count/min"))
+        minute += 20
+
+
+def _steps(out: list[str], rng: random.Random, day: date) -> None:
+    """Hourly chunks, counted by both Watch and iPhone for the same walks."""
+    for hour in range(7, 23):
+        start = _local(day, hour)
+        end = start + timedelta(minutes=rng.randint(8, 40))
+        if end > DEMO_NOW:
+            break
+        steps = max(0, int(rng.gauss(650, 350)))
+        out.append(_record(Q + "StepCount", WATCH, start, end, str(steps), unit="count"))
+        if rng.random() < 0.7:  # phone left on the desk sometimes
+            out.append(
+                _record(
+                    Q + "StepCount",
+                    PHONE,
+                    start,
+                    end,
+                    str(int(steps * rng.uniform(0.85, 1.0))),
+                    unit="count",
+                )
+            )
+
+
+def _sessions(out: list[str], rng: random.Random, day: date) -> None:
+    """The Tue/Thu gym workout and the Sunday mindful minutes."""
+    if day.weekday() in (1, 3) and _local(day, 8) < DEMO_NOW:  # Tue/Thu gym
+        start = _local(day, 7.0)
+        end = start + timedelta(minutes=50)
+        out.append(
+            f' <Workout workoutActivityType="HKWorkoutActivityTypeFunctionalStrengthTraining" '
+            f'duration="50" durationUnit="min" sourceName={quoteattr(WATCH)} sourceVersion="10.1" '
+            f'device="{DEVICE[WATCH]}" creationDate="{_fmt(end)}" startDate="{_fmt(start)}" '
+            f'endDate="{_fmt(end)}">\n'
+            f'  <WorkoutStatistics type="{Q}ActiveEnergyBurned" startDate="{_fmt(start)}" '
+            f'endDate="{_fmt(end)}" sum="{rng.uniform(280, 360):.1f}" unit="kcal"/>\n'
+            f" </Workout>\n"
+        )
+    if day.weekday() == 6 and _local(day, 21) < DEMO_NOW:
+        start = _local(day, 20.5)
+        out.append(
+            _record(
+                C + "MindfulSession",
+                PHONE,
+                start,
+                start + timedelta(minutes=10),
+                "HKCategoryValueNotApplicable",
+            )
+        )
+
+
+class _EventExtra(TypedDict, total=False):
+    """What a demo event may have besides its uid, title, start and length."""
+
+    rrule: dict[str, Any]
+    attendees: int
+    exdates: list[datetime]
+    all_day: bool
+    transparent: bool
+    recurrence_id: datetime
 
 
 def calendar_ics() -> bytes:
@@ -204,18 +236,12 @@ def calendar_ics() -> bytes:
     stamp = datetime(2026, 10, 1, 12, 0, tzinfo=ZoneInfo("UTC"))
 
     def event(
-        uid: str,
-        title: str,
-        start: datetime,
-        minutes: int,
-        *,
-        rrule: dict | None = None,
-        attendees: int = 0,
-        exdates: list[datetime] = (),
-        all_day: bool = False,
-        transparent: bool = False,
-        recurrence_id: datetime | None = None,
+        uid: str, title: str, start: datetime, minutes: int, **extra: Unpack[_EventExtra]
     ) -> None:
+        rrule, exdates = extra.get("rrule"), extra.get("exdates", ())
+        attendees, all_day = extra.get("attendees", 0), extra.get("all_day", False)
+        recurrence_id = extra.get("recurrence_id")
+        transparent = extra.get("transparent", False)
         ev = icalendar.Event()
         ev.add("uid", uid)
         ev.add("summary", title)

@@ -74,6 +74,7 @@ def history_item(
     action: str,
     accepted: bool,
     after: np.ndarray,
+    *,
     cal: SlotCalendar | None = None,
 ) -> dict[str, Any]:
     item = {
@@ -168,7 +169,7 @@ def run_episode(
         ans = sim.answer(t, a, meters, cal, answers)
         accepted = ans.accepted
         after = sim.advance(t, meters, a, accepted, noise)
-        item = history_item(t, meters, action, accepted, after, cal)
+        item = history_item(t, meters, action, accepted, after, cal=cal)
         if ans.delay is None:
             item["response"] = "expired"
             ep.unanswered += 1

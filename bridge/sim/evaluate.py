@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,15 +27,16 @@ SPLIT_NAMES = {"in": "in", "ood": "ood"}
 def _with_adapter(person: SimPerson, model: str | None = None) -> Any:
     """Phase 3 in simulation: a month of answers with `bundled`, then a refitted adapter."""
     from bridge.runner.adapter import fit_adapter
-    from bridge.runner.bundled import BundledRunner, load_model
     from bridge.sim.families.rhythm import RhythmPerson
+    from bridge.sim.trials import bundled_runner
 
     if not isinstance(person, RhythmPerson):
         raise ValueError("--adapter needs the same person in an earlier month: rhythm only")
     # The same person in an earlier month: same profile, different luck.
     before = replace(person.person, seed=person.seed + PREVIOUS_MONTH)
-    history = run_episode(BundledRunner(model), RhythmPerson(before, person.calendars)).history()
-    return BundledRunner(model, adapter=fit_adapter(history, load_model(model)))
+    first = bundled_runner(model)
+    history = run_episode(first, RhythmPerson(before, person.calendars)).history()
+    return bundled_runner(model, adapter=fit_adapter(history, first.model))
 
 
 def _make(
@@ -50,9 +51,9 @@ def _make(
     if name == ADAPTED:
         return _with_adapter(person, model)
     if name == BLIND:
-        from bridge.runner.bundled import BundledRunner
+        from bridge.sim.trials import bundled_runner
 
-        return BundledRunner(model, calendar=False)
+        return bundled_runner(model, calendar=False)
     if name == "oracle":
         return OracleRunner()
     if name == "no-prior":
@@ -62,7 +63,9 @@ def _make(
     if name == "random":
         return load_runner("random", seed=index)
     if name == "bundled" and model:
-        return load_runner(name, model=model)
+        from bridge.sim.trials import bundled_runner
+
+        return bundled_runner(model)
     return load_runner(name)
 
 
@@ -193,17 +196,26 @@ def _family(name: str, calendars: bool) -> Family:
     return family(name)
 
 
+@dataclass(frozen=True)
+class Lineup:
+    """The runners compared, by name; the bundled runner's artifact (None: the shipped
+    one) and the strong no-prior learner's hyper-parameters (None: the documented ones)."""
+
+    runners: tuple[str, ...] = RUNNERS
+    model: str | None = None
+    ts_params: LinearTSParams | None = None
+
+
 def evaluate(
     split: str = "in",
     n_people: int = 200,
     seed: int = 0,
-    runners: tuple[str, ...] = RUNNERS,
+    *,
+    lineup: Lineup = Lineup(),
     slots: int = SLOTS_PER_EPISODE,
     progress: Callable[[str], None] | None = None,
     calendars: bool = False,
     family: str = "rhythm",
-    model: str | None = None,
-    ts_params: LinearTSParams | None = None,
 ) -> dict[str, Any]:
     """Run each runner over the same people; the report `rhythm-bridge eval` prints.
 
@@ -211,9 +223,8 @@ def evaluate(
     before). With `calendars`, every rhythm person lives with a simulated calendar (other
     families bring their own); the report adds each runner's share of recommendations over
     busy time, and the bundled runner's acceptance for the same people without calendars.
-    `model` is the bundled runner's artifact (default: the shipped one); `ts_params` the
-    strong no-prior learner's hyper-parameters (default: the documented ones).
     """
+    runners, model, ts_params = lineup.runners, lineup.model, lineup.ts_params
     if split not in SPLIT_NAMES:
         raise ValueError(f"unknown split {split!r}; use 'in' or 'ood'")
     fam = _family(family, calendars)

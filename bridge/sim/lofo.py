@@ -10,24 +10,32 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bridge.sim.evaluate import STRONG, _f, evaluate, gap_closed
+from bridge.sim.evaluate import STRONG, Lineup, _f, evaluate, gap_closed
 
 LOFO_RUNNERS = ("random", "heuristic", "bundled", STRONG, "oracle")
 
 
+@dataclass(frozen=True)
+class FoldBudget:
+    """What each fold trains its bundled model on and tunes the strong learner on."""
+
+    train_people: int = 600
+    train_slots: int = 112
+    tune_people: int = 16
+    tune_slots: int = 56
+
+
 def lofo(
     families: tuple[str, ...],
+    *,
     n_people: int = 200,
     seed: int = 0,
-    train_people: int = 600,
     slots: int = 112,
-    train_slots: int = 112,
-    tune_people: int = 16,
-    tune_slots: int = 56,
+    budget: FoldBudget = FoldBudget(),
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Every fold's report (in and ood) and a summary table; reproducible per seed."""
@@ -41,15 +49,23 @@ def lofo(
             if progress:
                 progress(f"fold {held}: training on {', '.join(rest)}")
             path = Path(tmp) / f"without-{held}.npz"
-            rep = train(path, seed=seed, n_people=train_people, slots=train_slots, families=rest)
+            rep = train(
+                path,
+                seed=seed,
+                n_people=budget.train_people,
+                slots=budget.train_slots,
+                families=rest,
+            )
             if progress:
                 progress(f"fold {held}: tuning {STRONG} on {', '.join(rest)}")
-            params, trials = tune_linear_ts(rest, tune_people, tune_slots, seed, TS_GRID)
+            params, trials = tune_linear_ts(
+                rest, budget.tune_people, budget.tune_slots, seed, TS_GRID
+            )
             fold: dict[str, Any] = {
                 "held_out": held,
                 "trained_on": list(rest),
                 "train": {
-                    "people": train_people,
+                    "people": budget.train_people,
                     "samples": rep.samples,
                     "accept_log_loss": round(rep.accept_log_loss, 4),
                     "delta_rmse": round(rep.delta_rmse, 4),
@@ -72,11 +88,9 @@ def lofo(
                     split,
                     n_people,
                     seed,
-                    runners=LOFO_RUNNERS,
+                    lineup=Lineup(LOFO_RUNNERS, model=str(path), ts_params=params),
                     slots=slots,
                     family=held,
-                    model=str(path),
-                    ts_params=params,
                 )
                 report.pop("model", None)  # a temporary path
                 fold[split] = report
@@ -86,7 +100,7 @@ def lofo(
         "people_per_family": n_people,
         "seed": seed,
         "slots": slots,
-        "train_people": train_people,
+        "train_people": budget.train_people,
         "folds": folds,
         "summary": summary(folds),
     }

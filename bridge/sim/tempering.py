@@ -31,7 +31,7 @@ DELTA_WEIGHTS = (0.2, 0.35, 0.5)
 # family's own people are read best untempered. Chosen for the chosen weight on both
 # (choose_delta_weight).
 EXPERT_TEMPERS = (1.0, 0.3, 0.1, 0.03)
-# The per-person correction of the acceptance model (bridge.runner.residual): (tau,
+# The per-person correction of the acceptance model (bridge.sim.residual, a trial): (tau,
 # slot_tau), the prior sd of a logit residual per action and per slot and action; (0, 0)
 # is none, the runner as before. Chosen on acceptance, as that is what it is for.
 NO_RESIDUAL = (0.0, 0.0)
@@ -52,24 +52,25 @@ def episode_scores(
     model: str,
     weight: float,
     families: tuple[str, ...],
+    *,
     people: int,
     seed: int,
     temper: float = 1.0,
-    residual: tuple[float, float] = (0.0, 0.0),
+    residual: tuple[float, float] = NO_RESIDUAL,
 ) -> tuple[float, float]:
     """(mean |belief - truth| after TUNE_AFTER answers, acceptance over interactions
     9-28) over every family's first `people` held-in people; `residual` is the
-    per-person correction's (tau, slot_tau) (bridge.runner.residual)."""
-    from bridge.runner.bundled import BundledRunner
+    per-person correction's (tau, slot_tau) (bridge.sim.residual)."""
     from bridge.sim.episode import run_episode
     from bridge.sim.evaluate import _family
+    from bridge.sim.trials import TrialRunner
 
     errors, accepted = [], []
     for name in families:
         fam = _family(name, calendars=False)
         for i in range(people):
             person = fam.person("in", i, (seed + TUNE_SEED_OFFSET) % 1000)
-            runner = BundledRunner(
+            runner = TrialRunner(
                 model,
                 delta_weight=weight,
                 expert_temper=temper,
@@ -91,12 +92,13 @@ def belief_mae(
     model: str,
     weight: float,
     families: tuple[str, ...],
+    *,
     people: int,
     seed: int,
     temper: float = 1.0,
 ) -> float:
     """Mean |belief - truth| after TUNE_AFTER answers over every family's first `people`."""
-    return episode_scores(model, weight, families, people, seed, temper)[0]
+    return episode_scores(model, weight, families, people=people, seed=seed, temper=temper)[0]
 
 
 def _key(weight: float, temper: float) -> str:
@@ -106,6 +108,7 @@ def _key(weight: float, temper: float) -> str:
 def choose_delta_weight(
     model: str,
     families: tuple[str, ...],
+    *,
     seed: int = 0,
     people: int = TUNE_PEOPLE,
     weights: tuple[float, ...] = DELTA_WEIGHTS,
@@ -132,10 +135,20 @@ def choose_delta_weight(
     `retrain`; with one family there is one expert and nothing to temper between.
     """
     if len(families) < 2 or retrain is None:
-        trials = {_key(w, 1.0): belief_mae(model, w, families, people, seed) for w in weights}
+        trials = {
+            _key(w, 1.0): belief_mae(model, w, families, people=people, seed=seed) for w in weights
+        }
         trials = {k: round(v, 4) for k, v in trials.items()}
         best = min(weights, key=lambda w: trials[_key(w, 1.0)])
-        residual = _choose_residual(model, [], families, best, 1.0, people, seed, residuals, trials)
+        residual = _choose_residual(
+            model,
+            [],
+            families,
+            (best, 1.0),
+            panel=(people, seed),
+            residuals=residuals,
+            trials=trials,
+        )
         return best, 1.0, residual, trials
     pairs = [(w, t) for t in tempers for w in weights]
     sums = {_key(w, t): 0.0 for w, t in pairs}
@@ -147,19 +160,28 @@ def choose_delta_weight(
             retrain(path, rest)
             inner.append((str(path), left))
             for w, t in pairs:
-                sums[_key(w, t)] += belief_mae(str(path), w, (left,), people, seed, t)
+                sums[_key(w, t)] += belief_mae(
+                    str(path), w, (left,), people=people, seed=seed, temper=t
+                )
         trials = {k: round(v / len(families), 4) for k, v in sums.items()}
         weight = min(weights, key=lambda w: trials[_key(w, 1.0)])
         temper = 1.0
         if len(tempers) > 1:
             scores = {}
             for t in tempers:
-                held_in = round(belief_mae(model, weight, families, people, seed, t), 4)
+                held_in = belief_mae(model, weight, families, people=people, seed=seed, temper=t)
+                held_in = round(held_in, 4)
                 trials[f"held_in@{t}"] = held_in
                 scores[t] = (trials[_key(weight, t)] + held_in) / 2
             temper = min(tempers, key=lambda t: scores[t])
         residual = _choose_residual(
-            model, inner, families, weight, temper, people, seed, residuals, trials
+            model,
+            inner,
+            families,
+            (weight, temper),
+            panel=(people, seed),
+            residuals=residuals,
+            trials=trials,
         )
     return weight, temper, residual, trials
 
@@ -168,27 +190,36 @@ def _choose_residual(
     model: str,
     inner: list[tuple[str, str]],
     families: tuple[str, ...],
-    weight: float,
-    temper: float,
-    people: int,
-    seed: int,
+    setting: tuple[float, float],
+    *,
+    panel: tuple[int, int],
     residuals: tuple[tuple[float, float], ...],
     trials: dict[str, float],
 ) -> tuple[float, float]:
     """The (tau, slot_tau) with the best mean acceptance 9-28 on the left-out training
-    families (each read by its inner model) and the full model's held-in people; trials
-    gain the figures. A single candidate is taken without scoring."""
+    families (each read by its inner model) and the full model's held-in people, at the
+    chosen (weight, temper) `setting`, each family's first `people` scored with `seed`
+    (`panel`); trials gain the figures. A single candidate is taken without scoring."""
     if len(residuals) < 2:
         return residuals[0]
+    weight, temper = setting
+    people, seed = panel
     scores = {}
     for res in residuals:
         key = f"{res[0]}/{res[1]}"
         parts = []
         if inner:
-            left = [episode_scores(p, weight, (f,), people, seed, temper, res)[1] for p, f in inner]
+            left = [
+                episode_scores(
+                    p, weight, (f,), people=people, seed=seed, temper=temper, residual=res
+                )[1]
+                for p, f in inner
+            ]
             trials[f"accept@{key}"] = round(float(np.mean(left)), 4)
             parts.append(trials[f"accept@{key}"])
-        held = episode_scores(model, weight, families, people, seed, temper, res)[1]
+        held = episode_scores(
+            model, weight, families, people=people, seed=seed, temper=temper, residual=res
+        )[1]
         trials[f"held_in_accept@{key}"] = round(held, 4)
         parts.append(trials[f"held_in_accept@{key}"])
         scores[res] = float(np.mean(parts))

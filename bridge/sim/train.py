@@ -225,6 +225,7 @@ def _write(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> N
 
 def train(
     out: Path,
+    *,
     seed: int = 0,
     n_people: int = DEFAULT_PEOPLE,
     slots: int = DEFAULT_SLOTS,
@@ -280,8 +281,8 @@ def train(
         weight, temper, residual, trials = choose_delta_weight(
             str(tmp),
             tuple(families),
-            seed,
-            temper_people,
+            seed=seed,
+            people=temper_people,
             retrain=retrain,
             tempers=tempers,
             residuals=RESIDUALS,

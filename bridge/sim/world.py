@@ -149,6 +149,7 @@ def accept_probability(
     person: Person,
     slot: int,
     meters: np.ndarray,
+    *,
     busy: float = 0.0,
     scheduled: int | None = None,
     fits: np.ndarray | None = None,
@@ -174,6 +175,7 @@ def step(
     meters: np.ndarray,
     slot: int,
     action: int,
+    *,
     accepted: bool,
     rng: np.random.Generator,
 ) -> np.ndarray:

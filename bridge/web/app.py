@@ -217,7 +217,14 @@ def history_page(request: Request) -> Response:
 
     st = _state(request)
     q = request.query_params
-    doc = history(st.store, st.settings, st.now(), q.get("range"), q.get("from"), q.get("to"))
+    doc = history(
+        st.store,
+        st.settings,
+        st.now(),
+        range_name=q.get("range"),
+        first=q.get("from"),
+        last=q.get("to"),
+    )
     return templates.TemplateResponse(
         request,
         "history.html",
@@ -245,7 +252,7 @@ async def feedback_form(request: Request) -> Response:
     st.check_write(request, _field(form, "csrf_token"))
     rec_id = _int(_field(form, "recommendation_id"), "recommendation_id")
     response = _field(form, "response") or ""
-    fb, created, proposal = answer(st.store, st.settings, rec_id, response, st.now(), "web")
+    fb, created, proposal = answer(st.store, st.settings, rec_id, response, st.now(), channel="web")
     done = fb.response if created else "already"
     more = f"&next={proposal.id}" if proposal is not None and created else ""
     return RedirectResponse(f"/?done={done}{more}#recommendation", status_code=303)
@@ -330,7 +337,14 @@ def api_history(request: Request) -> Response:
     st = _state(request)
     q = request.query_params
     return JSONResponse(
-        history(st.store, st.settings, st.now(), q.get("range"), q.get("from"), q.get("to"))
+        history(
+            st.store,
+            st.settings,
+            st.now(),
+            range_name=q.get("range"),
+            first=q.get("from"),
+            last=q.get("to"),
+        )
     )
 
 
@@ -358,7 +372,7 @@ async def api_feedback(request: Request) -> Response:
     if not isinstance(rec_id, int) or isinstance(rec_id, bool):
         raise InputError("recommendation_id: an integer is required")
     fb, created, proposal = answer(
-        st.store, st.settings, rec_id, str(body.get("response", "")), st.now(), channel
+        st.store, st.settings, rec_id, str(body.get("response", "")), st.now(), channel=channel
     )
     return JSONResponse(
         {

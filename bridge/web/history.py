@@ -44,7 +44,7 @@ INPUT_KEYS = (
 
 
 def resolve_range(
-    settings: Settings, store: Store, now: datetime, name: str | None, first: Any, last: Any
+    settings: Settings, store: Store, now: datetime, *, name: str | None, first: Any, last: Any
 ) -> tuple[str, date, date]:
     """(range name, first day, last day) from `range=` or `from=`/`to=` (ISO dates)."""
     from bridge.clock import current_slot
@@ -76,11 +76,12 @@ def history(
     store: Store,
     settings: Settings,
     now: datetime,
+    *,
     range_name: str | None = None,
     first: str | None = None,
     last: str | None = None,
 ) -> dict[str, Any]:
-    name, lo, hi = resolve_range(settings, store, now, range_name, first, last)
+    name, lo, hi = resolve_range(settings, store, now, name=range_name, first=first, last=last)
     days = pd.date_range(lo, hi, freq="D").date
     table = pd.DataFrame(index=pd.Index(days, name="date"))
     table = table.join(_meter_days(store, lo, hi)).join(_input_days(store, settings, lo, hi))

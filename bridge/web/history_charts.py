@@ -4,7 +4,7 @@ a tooltip too)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -97,53 +97,11 @@ def render(c: Chart) -> Markup:
         f'<svg class="hchart" viewBox="0 0 {WIDTH} {h}" role="img" '
         f'aria-label="{escape(label)}, {len(c.days)} points" preserveAspectRatio="none">'
     ]
-    for t in c.ticks or (c.lo, (c.lo + c.hi) / 2, c.hi):
-        y = _y(t, c)
-        parts.append(
-            f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>'
-        )
-        parts.append(f'<text class="ylab" x="{LEFT - 4}" y="{y + 3:.1f}">{_num(t)}</text>')
-    last_x = -1e9
-    for i, text in date_ticks(c.days):
-        x = _x(i, n)
-        if x - last_x < 7 * max(len(text), 4):  # too close to the label before: skip it
-            continue
-        last_x = x
-        parts.append(f'<line class="tick" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{h - BOTTOM}"/>')
-        parts.append(f'<text class="xlab" x="{x:.1f}" y="{h - 6}">{escape(text)}</text>')
-    bar_w = max(1.0, (WIDTH - LEFT - RIGHT) / max(n, 1) * 0.7)
+    parts.extend(_axes(c))
     for layer in c.layers:
-        if layer.kind == "band":
-            parts.extend(_band(layer, c))
-        elif layer.kind == "line":
-            for weak, idx in _runs(layer.values, layer.weak):
-                css = f"{layer.css} weak" if weak else layer.css
-                if len(idx) == 1:
-                    i = idx[0]
-                    parts.append(
-                        f'<circle class="{css} dot" cx="{_x(i, n):.1f}" '
-                        f'cy="{_y(layer.values[i], c):.1f}" r="2"/>'  # type: ignore[arg-type]
-                    )
-                    continue
-                pts = " ".join(f"{_x(i, n):.1f},{_y(layer.values[i], c):.1f}" for i in idx)  # type: ignore[arg-type]
-                parts.append(f'<polyline class="{css}" points="{pts}"/>')
-        elif layer.kind == "bars":
-            for i, v in enumerate(layer.values):
-                top = layer.high[i] if layer.high else v
-                if v is None or top is None:
-                    continue
-                y0, y1 = _y(v if layer.high else c.lo, c), _y(top, c)
-                parts.append(
-                    f'<rect class="{layer.css}" x="{_x(i, n) - bar_w / 2:.1f}" '
-                    f'y="{min(y0, y1):.1f}" width="{bar_w:.1f}" height="{abs(y0 - y1):.1f}"/>'
-                )
-        elif layer.kind == "marks":
-            for i, css, text in layer.marks:
-                x = _x(i, n)
-                parts.append(
-                    f'<circle class="mark {css}" cx="{x:.1f}" cy="{h - BOTTOM - 5}" r="4">'
-                    f"<title>{escape(text)}</title></circle>"
-                )
+        draw = _LAYERS.get(layer.kind)
+        if draw is not None:
+            parts.extend(draw(layer, c))
     if not any(v is not None for layer in c.layers for v in layer.values):
         parts.append(
             f'<text class="empty" x="{WIDTH / 2}" y="{h / 2}">no {escape(c.title.lower())} '
@@ -159,6 +117,69 @@ def render(c: Chart) -> Markup:
             )
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def _axes(c: Chart) -> list[str]:
+    """Grid lines with the value labels, then date ticks (as many as fit)."""
+    n, h = len(c.days), c.height
+    parts = []
+    for t in c.ticks or (c.lo, (c.lo + c.hi) / 2, c.hi):
+        y = _y(t, c)
+        parts.append(
+            f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>'
+        )
+        parts.append(f'<text class="ylab" x="{LEFT - 4}" y="{y + 3:.1f}">{_num(t)}</text>')
+    last_x = -1e9
+    for i, text in date_ticks(c.days):
+        x = _x(i, n)
+        if x - last_x < 7 * max(len(text), 4):  # too close to the label before: skip it
+            continue
+        last_x = x
+        parts.append(f'<line class="tick" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{h - BOTTOM}"/>')
+        parts.append(f'<text class="xlab" x="{x:.1f}" y="{h - 6}">{escape(text)}</text>')
+    return parts
+
+
+def _line(layer: Layer, c: Chart) -> list[str]:
+    n = len(c.days)
+    out = []
+    for weak, idx in _runs(layer.values, layer.weak):
+        css = f"{layer.css} weak" if weak else layer.css
+        if len(idx) == 1:
+            i = idx[0]
+            out.append(
+                f'<circle class="{css} dot" cx="{_x(i, n):.1f}" '
+                f'cy="{_y(layer.values[i], c):.1f}" r="2"/>'  # type: ignore[arg-type]
+            )
+            continue
+        pts = " ".join(f"{_x(i, n):.1f},{_y(layer.values[i], c):.1f}" for i in idx)  # type: ignore[arg-type]
+        out.append(f'<polyline class="{css}" points="{pts}"/>')
+    return out
+
+
+def _bars(layer: Layer, c: Chart) -> list[str]:
+    n = len(c.days)
+    bar_w = max(1.0, (WIDTH - LEFT - RIGHT) / max(n, 1) * 0.7)
+    out = []
+    for i, v in enumerate(layer.values):
+        top = layer.high[i] if layer.high else v
+        if v is None or top is None:
+            continue
+        y0, y1 = _y(v if layer.high else c.lo, c), _y(top, c)
+        out.append(
+            f'<rect class="{layer.css}" x="{_x(i, n) - bar_w / 2:.1f}" '
+            f'y="{min(y0, y1):.1f}" width="{bar_w:.1f}" height="{abs(y0 - y1):.1f}"/>'
+        )
+    return out
+
+
+def _marks(layer: Layer, c: Chart) -> list[str]:
+    n, h = len(c.days), c.height
+    return [
+        f'<circle class="mark {css}" cx="{_x(i, n):.1f}" cy="{h - BOTTOM - 5}" r="4">'
+        f"<title>{escape(text)}</title></circle>"
+        for i, css, text in layer.marks
+    ]
 
 
 def _band(layer: Layer, c: Chart) -> list[str]:
@@ -183,6 +204,15 @@ def _band(layer: Layer, c: Chart) -> list[str]:
                 out.append(f'<polygon class="{layer.css}" points="{" ".join(top + low)}"/>')
             run = []
     return out
+
+
+# How each kind of layer is drawn; a kind not here draws nothing.
+_LAYERS: dict[str, Callable[[Layer, Chart], list[str]]] = {
+    "band": _band,
+    "line": _line,
+    "bars": _bars,
+    "marks": _marks,
+}
 
 
 def nice(v: float) -> float:

@@ -59,7 +59,7 @@ def test_version(cli):
 
 @pytest.mark.parametrize(("source", "auth"), [("whoop", "whoop"), ("google-calendar", "google")])
 def test_a_source_never_connected_says_how_and_stores_no_error(
-    cli, tmp_path, memory_keyring, store, source, auth
+    cli, tmp_path, memory_keyring, store, *, source, auth
 ):
     section = source.replace("-", "_")
     cfg = write_config(

@@ -74,7 +74,7 @@ HEADER = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def _rec(kind, value, start, end, source="Watch", unit="count"):
+def _rec(kind, value, start, end, source="Watch", *, unit="count"):
     return (
         f'<Record type="HKQuantityTypeIdentifier{kind}" sourceName="{source}" unit="{unit}" '
         f'startDate="{start}" endDate="{end}" value="{value}"/>\n'

@@ -17,7 +17,7 @@ from connectors import ics
 from connectors.base import ReadContext, TaskRecord
 from mappings.actions import METERS
 from mappings.explain import explain_meter
-from mappings.meters import compute_slots, load_weights
+from mappings.meters import MeterRules, compute_slots, load_weights
 from mappings.slots import SlotKey
 from mappings.tasks import TASK_COLUMNS, TASK_INPUTS
 from tests.conftest import BERLIN, SAMPLE
@@ -185,7 +185,13 @@ def _end_of(day: date) -> datetime:
 def _progress(tasks: pd.DataFrame | None, slot: int = 2, weights=None):
     now = _at(DAY, 21)
     (res,) = compute_slots(
-        history(), events(), [SlotKey(DAY, slot)], tz=BERLIN, now=now, tasks=tasks, weights=weights
+        history(),
+        events(),
+        [SlotKey(DAY, slot)],
+        tz=BERLIN,
+        now=now,
+        tasks=tasks,
+        rules=MeterRules(weights=weights),
     )
     return res.meters
 

@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 import pytest
 
-from mappings.freshness import human_age
-from mappings.meters import READING_COLUMNS, compute_slots, empty_events
+from mappings.freshness import FreshnessRules, human_age
+from mappings.meters import READING_COLUMNS, MeterRules, compute_slots, empty_events
 from mappings.slots import SlotKey, parse_slot
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -51,7 +51,12 @@ def test_fresh_inputs_are_not_stale():
 
 def test_days_old_inputs_are_stale_and_a_weak_rest_is_withheld():
     (res,) = compute_slots(
-        history(5), empty_events(), [TODAY], tz=BERLIN, now=NOW, min_confidence=0.15
+        history(5),
+        empty_events(),
+        [TODAY],
+        tz=BERLIN,
+        now=NOW,
+        rules=MeterRules(freshness=FreshnessRules(min_confidence=0.15)),
     )
     vit = res.meters["vitality"]
     fresh = vit.provenance["freshness"]
@@ -69,7 +74,12 @@ def test_without_a_minimum_the_weak_value_stays_but_is_stale():
     vit = res.meters["vitality"]
     assert vit.value is not None and vit.provenance["freshness"]["stale"] is True
     (strict,) = compute_slots(
-        history(0), empty_events(), [TODAY], tz=BERLIN, now=NOW, stale_after_hours=1
+        history(0),
+        empty_events(),
+        [TODAY],
+        tz=BERLIN,
+        now=NOW,
+        rules=MeterRules(freshness=FreshnessRules(stale_after_hours=1)),
     )
     assert strict.meters["vitality"].provenance["freshness"]["stale"] is True
 

@@ -19,7 +19,7 @@ NEW_YORK = ZoneInfo("America/New_York")
 HONOLULU = ZoneInfo("Pacific/Honolulu")
 
 
-def row(metric, start, end, value=None, label="", origin="Watch", zone=None):
+def row(metric, start, end, value=None, *, label="", origin="Watch", zone=None):
     """One reading; `zone` is where it was measured (its own UTC offset), default home."""
     off = None if zone is None else int(start.astimezone(zone).utcoffset().total_seconds() // 60)
     return (
@@ -37,7 +37,7 @@ def frame(rows):
     return pd.DataFrame(rows, columns=READING_COLUMNS)
 
 
-def local(y, m, d, h, mi=0, tz=BERLIN):
+def local(y, m, d, h, mi=0, *, tz=BERLIN):
     return datetime(y, m, d, h, mi, tzinfo=tz)
 
 
@@ -208,7 +208,7 @@ def test_steps_partly_counted_twice_are_resolved_by_interval_not_by_bucket():
 
 
 def test_calendar_features_of_a_packed_afternoon():
-    def ev(h0, h1, action="ADMIN_WORK", attendees=4, title="Sync", all_day=False):
+    def ev(h0, h1, action="ADMIN_WORK", attendees=4, title="Sync", *, all_day=False):
         return (
             pd.Timestamp(local(2026, 11, 18, 0) + timedelta(hours=h0)).tz_convert("UTC"),
             pd.Timestamp(local(2026, 11, 18, 0) + timedelta(hours=h1)).tz_convert("UTC"),
@@ -227,8 +227,8 @@ def test_calendar_features_of_a_packed_afternoon():
             ev(14.1, 15),  # 3 h with two short gaps (< 15 min)
             ev(15.5, 16.5, "DEEP_WORK", 1, "Write report"),
             ev(9, 10, "SOCIALIZE", 3, "Coffee with Ana"),
-            ev(-24 * 2, -24 * 1, "NOT_AN_ACTION", 0, "Tax return due", True),
-            ev(24 * 2, 24 * 3, "NOT_AN_ACTION", 0, "Thesis submission", True),
+            ev(-24 * 2, -24 * 1, "NOT_AN_ACTION", 0, "Tax return due", all_day=True),
+            ev(24 * 2, 24 * 3, "NOT_AN_ACTION", 0, "Thesis submission", all_day=True),
         ],
         columns=EVENT_COLUMNS,
     )

@@ -37,7 +37,7 @@ def _gmt(text):
     return datetime.fromisoformat(text.rstrip("Z")).replace(tzinfo=UTC)
 
 
-def _row(metric, start, end, value, label="", origin="Garmin Forerunner", offset=-360):
+def _row(metric, start, end, value, label="", *, origin="Garmin Forerunner", offset=-360):
     return (metric, pd.Timestamp(start), pd.Timestamp(end), value, label, origin, offset)
 
 

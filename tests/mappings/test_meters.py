@@ -158,7 +158,7 @@ def test_deltas_between_consecutive_slots():
     seed=st.integers(0, 2**16),
 )
 def test_meters_stay_in_range_and_ignore_row_order_and_duplicates(
-    sleep_h, hrv, rhr, meetings, social, seed
+    *, sleep_h, hrv, rhr, meetings, social, seed
 ):
     readings = history(10, last_sleep_h=sleep_h, last_hrv=hrv, last_rhr=rhr)
     evs = events(meetings, social)

@@ -211,7 +211,7 @@ def test_the_running_evidence_gives_the_fresh_posterior(two_experts):
 
     def fresh(h):
         logp = model.log_joint_experts(
-            h, None, None, runner.delta_weight, runner.offsets
+            h, delta_weight=runner.delta_weight, offsets=runner.offsets
         )  # no evidence: read from scratch
         w = np.exp(logp)
         return w / w.sum()
@@ -306,13 +306,14 @@ def test_the_expert_temper_applies_as_far_as_no_expert_fits_the_persons_changes(
     Bayes for someone an expert explains to within its own noise, the tempered reading
     for someone it explains worse (wider) or suspiciously better (narrower), and in
     between the two posteriors weighed by the check's share (computed here item by item,
-    in the runner as quadratic forms)."""
+    in bridge.sim.trials as quadratic forms)."""
     from bridge.runner.bundled import BundledModel
     from bridge.runner.features import delta_context
+    from bridge.sim.trials import TrialModel
     from mappings.actions import METERS
 
     bare = BundledModel(_with_meta(two_experts, tmp_path / "b.npz", expert_temper=0.1))
-    gated = BundledModel(
+    gated = TrialModel(
         _with_meta(two_experts, tmp_path / "g.npz", expert_temper=0.1, fit_check_scales=FIT_SCALES)
     )
     _, history = _episode_history(two_experts, "rhythm", 2, 60)
@@ -357,7 +358,7 @@ def test_the_expert_temper_applies_as_far_as_no_expert_fits_the_persons_changes(
         np.testing.assert_allclose(norm(gated.log_joint_experts(h)), want, atol=1e-7)
     assert shares["own"] > 0.9 and shares["wide"] < 0.05 and shares["quiet"] < 0.05, shares
     with pytest.raises(ValueError, match="must include 1"):  # nothing to check against
-        BundledModel(_with_meta(two_experts, tmp_path / "x.npz", fit_check_scales=[0.5, 2.0]))
+        TrialModel(_with_meta(two_experts, tmp_path / "x.npz", fit_check_scales=[0.5, 2.0]))
     # with no meter change read yet there is nothing to check: the model's temper
     answers = [{**h, "meter_deltas": None} for h in history]
     np.testing.assert_allclose(gated.log_joint_experts(answers), bare.log_joint_experts(answers))
@@ -407,7 +408,9 @@ def test_an_answer_changed_inside_a_nested_field_is_read_again(two_experts):
         items[accepted]["meter_deltas"][k] = 0.3
     after = runner.expert_posterior(items)
     fresh = np.exp(
-        runner.model.log_joint_experts(items, None, None, runner.delta_weight, runner.offsets)
+        runner.model.log_joint_experts(
+            items, delta_weight=runner.delta_weight, offsets=runner.offsets
+        )
     )
     np.testing.assert_allclose(after, fresh / fresh.sum(), atol=1e-6)
     assert not np.allclose(before, after, atol=1e-4)  # the change did move it
@@ -503,9 +506,10 @@ def test_a_persons_own_effect_offsets_are_integrated_out_exactly(two_experts, tm
     as integrating each offset out numerically."""
     from bridge.runner.bundled import Evidence, load_model
     from bridge.runner.features import delta_context
+    from bridge.sim.trials import TrialEvidence, load_trial_model
 
     sd, w = 0.03, 0.5
-    model = load_model(
+    model = load_trial_model(
         _with_meta(two_experts, tmp_path / "offsets.npz", meter_scales=[w], effect_offset_sds=[sd])
     )
     assert model.effect_sds == (sd,)
@@ -528,7 +532,7 @@ def test_a_persons_own_effect_offsets_are_integrated_out_exactly(two_experts, tm
         }
         for action, slot, meter, change in changes
     ]
-    evidence = Evidence(model, None, (0.0,), keep=False)
+    evidence = TrialEvidence(model, None, (0.0,), keep=False)
     evidence.update(history)
     got = (evidence.log_likelihood(1.0) - evidence.accept)[:, :, 0]
 

@@ -1,16 +1,20 @@
 """Issue 22: a per-person correction of the acceptance model on top of the population
-prior (bridge.runner.residual): none (tau = 0) is exactly the runner as before, an old
-artifact loads without one, and with one a person's own favourite wins more often."""
+prior (bridge.sim.residual, a trial run by bridge.sim.trials): none (tau = 0) is exactly
+the shipped runner, an old artifact loads without one, with one a person's own favourite
+wins more often, and the runtime runner refuses an artifact that asks for one."""
 
 import json
 
 import numpy as np
+import pytest
 
-import bridge.runner.bundled as bundled
-from bridge.runner.bundled import BundledRunner, default_model_path, load_model
-from bridge.runner.residual import corrected, fit_residual
+import bridge.sim.trials as trials
+from bridge.errors import InputError
+from bridge.runner.bundled import BundledRunner, default_model_path
 from bridge.sim.episode import run_episode
 from bridge.sim.evaluate import _family
+from bridge.sim.residual import corrected, fit_residual
+from bridge.sim.trials import TrialRunner, load_trial_model
 from mappings.actions import ACTIONS, METERS
 
 
@@ -36,8 +40,8 @@ def test_fit_residual_explains_what_the_offset_does_not():
     y = np.array([1.0] * 8 + [0.0] * 8 + [1.0, 0.0] * 4)
     offset = np.array([-2.0] * 8 + [1.0] * 8 + [0.0] * 8)
     slots = np.zeros(len(acts), dtype=int)
-    small, needed = fit_residual(acts, slots, y, offset, len(ACTIONS), tau=0.5)
-    large, _ = fit_residual(acts, slots, y, offset, len(ACTIONS), tau=2.0)
+    small, needed = fit_residual(acts, slots, y, offset, n_actions=len(ACTIONS), tau=0.5)
+    large, _ = fit_residual(acts, slots, y, offset, n_actions=len(ACTIONS), tau=2.0)
     assert small.shape == (4, len(ACTIONS))
     assert large[0, 3] > small[0, 3] > 0.5  # shrunk towards 0 more by a tighter prior
     assert large[0, 5] < small[0, 5] < -0.3
@@ -46,10 +50,10 @@ def test_fit_residual_explains_what_the_offset_does_not():
     assert np.all(large[:, untouched] == 0.0)
     assert np.allclose(large, large[0])  # no slot term: every slot gets the action's
     # none at all: zeros whatever the answers
-    none, never = fit_residual(acts, slots, y, offset, len(ACTIONS), tau=0.0)
+    none, never = fit_residual(acts, slots, y, offset, n_actions=len(ACTIONS), tau=0.0)
     assert np.all(none == 0.0) and never == 0.0
     # a slot term: the correction of action 3 in slot 0 differs from other slots'
-    sloted, _ = fit_residual(acts, slots, y, offset, len(ACTIONS), tau=0.5, slot_tau=1.0)
+    sloted, _ = fit_residual(acts, slots, y, offset, n_actions=len(ACTIONS), tau=0.5, slot_tau=1.0)
     assert sloted[0, 3] > sloted[1, 3] > 0  # the slot with the answers, and the action
     # 16 answers far from what the population model expects: a correction is needed ...
     assert needed > 0.9
@@ -57,7 +61,7 @@ def test_fit_residual_explains_what_the_offset_does_not():
     # ignored where it says 12 %): then the fitted residual is noise and weighs little
     fits = np.array([2.0, -2.0] * 12)
     ok = np.array([1.0, 0.0] * 12)
-    _, fine = fit_residual(acts, slots, ok, fits, len(ACTIONS), tau=0.5, slot_tau=0.5)
+    _, fine = fit_residual(acts, slots, ok, fits, n_actions=len(ACTIONS), tau=0.5, slot_tau=0.5)
     assert fine < 0.4  # below the even prior odds
     p = np.array([0.2, 0.5, 0.9])
     assert np.allclose(corrected(p, np.zeros(3)), p)
@@ -69,14 +73,31 @@ def test_fit_residual_explains_what_the_offset_does_not():
 
 def test_an_artifact_without_a_residual_loads_with_none(tmp_path):
     old = _copy_with_meta(tmp_path, "old.npz", residual_tau=None, residual_slot_tau=None)
-    assert load_model(old).residual_tau == 0.0 and load_model(old).residual_slot_tau == 0.0
-    runner = BundledRunner(old)
+    model = load_trial_model(old)
+    assert model.residual_tau == 0.0 and model.residual_slot_tau == 0.0
+    runner = TrialRunner(old)
     assert runner.tau == 0.0 and runner.slot_tau == 0.0
     rec = runner.recommend({"slot": 0, **dict.fromkeys(METERS, 0.6)}, [])
     assert rec.action in ACTIONS
     stored = _copy_with_meta(tmp_path, "new.npz", residual_tau=0.7, residual_slot_tau=0.2)
-    assert (BundledRunner(stored).tau, BundledRunner(stored).slot_tau) == (0.7, 0.2)
-    assert BundledRunner(stored, residual_tau=0.0).tau == 0.0
+    assert (TrialRunner(stored).tau, TrialRunner(stored).slot_tau) == (0.7, 0.2)
+    assert TrialRunner(stored, residual_tau=0.0).tau == 0.0
+
+
+def test_the_runtime_runner_refuses_an_artifact_that_asks_for_a_trial(tmp_path):
+    stored = _copy_with_meta(tmp_path, "asks.npz", residual_tau=0.7)
+    with pytest.raises(InputError) as refused:
+        BundledRunner(stored)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith(f"{stored}: asks for the 'residual' trial")
+    assert "only bridge.sim runs" in message and "rhythm-bridge train-model" in message
+    both = _copy_with_meta(tmp_path, "both.npz", residual_slot_tau=0.2, fit_check_scales=[1.0])
+    with pytest.raises(InputError, match="'fit check' and 'residual' trials"):
+        BundledRunner(both)
+    # a trial's key at none (as every trained artifact stores the residual's) is no trial
+    off = _copy_with_meta(tmp_path, "off.npz", residual_tau=0.0, effect_offset_sds=[])
+    assert BundledRunner(off).recommend({"slot": 0, **dict.fromkeys(METERS, 0.6)}, [])
 
 
 def test_tau_zero_is_the_runner_as_before(tmp_path, monkeypatch):
@@ -91,19 +112,19 @@ def test_tau_zero_is_the_runner_as_before(tmp_path, monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("tau = 0 must not fit a correction")
 
-    monkeypatch.setattr(bundled, "fit_residual", never)
+    monkeypatch.setattr(trials, "fit_residual", never)
     stored = _copy_with_meta(tmp_path, "zero.npz", residual_tau=0.0, residual_slot_tau=0.0)
-    after = run_episode(BundledRunner(stored), person(), 40)
+    after = run_episode(TrialRunner(stored), person(), 40)
     assert after.errors == 0 and before.errors == 0
     assert after.actions == before.actions
     assert after.expected == before.expected
     assert after.beliefs == before.beliefs
     # and a correction that is switched on is fitted (the spy above would raise)
-    with_one = run_episode(BundledRunner(stored, residual_tau=1.0), person(), 12)
+    with_one = run_episode(TrialRunner(stored, residual_tau=1.0), person(), 12)
     assert with_one.errors > 0
 
 
-def _favourite_count(runner: BundledRunner, favourite: str, steps: int) -> int:
+def _favourite_count(runner: TrialRunner, favourite: str, steps: int) -> int:
     """A person who accepts `favourite` whenever it comes and ignores everything else;
     how often it is recommended in the second half."""
     history: list[dict] = []
@@ -129,7 +150,7 @@ def _favourite_count(runner: BundledRunner, favourite: str, steps: int) -> int:
 def test_a_favourite_the_profile_does_not_favour_is_recommended_more_with_a_correction():
     # ADMIN_WORK: the profile's terms barely reach it, so the belief cannot say "this
     # person likes admin" without also saying things about DEEP_WORK it does not know
-    plain = _favourite_count(BundledRunner(residual_tau=0.0), "ADMIN_WORK", 48)
-    with_one = _favourite_count(BundledRunner(residual_tau=1.0), "ADMIN_WORK", 48)
+    plain = _favourite_count(TrialRunner(residual_tau=0.0), "ADMIN_WORK", 48)
+    with_one = _favourite_count(TrialRunner(residual_tau=1.0), "ADMIN_WORK", 48)
     assert with_one > plain
     assert with_one >= 12  # at least half of the second half

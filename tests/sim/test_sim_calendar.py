@@ -8,7 +8,7 @@ from bridge.runner.bundled import BundledRunner, load_model
 from bridge.runner.features import N_CTX, N_CTX_V1, context
 from bridge.sim.calendar import SLOT_MINUTES, month
 from bridge.sim.episode import observation, run_episode
-from bridge.sim.evaluate import BLIND, evaluate
+from bridge.sim.evaluate import BLIND, Lineup, evaluate
 from bridge.sim.population import person
 from mappings.actions import ACTIONS
 from mappings.free_windows import DEFAULT_MIN_MINUTES
@@ -114,7 +114,7 @@ def test_eval_with_calendars_reports_busy_time_and_the_comparison():
         "in",
         3,
         0,
-        runners=("random", "heuristic", "bundled", "oracle", BLIND),
+        lineup=Lineup(("random", "heuristic", "bundled", "oracle", BLIND)),
         slots=30,
         calendars=True,
     )

@@ -9,7 +9,7 @@ from bridge.cli.main import app
 from bridge.runner.bundled import BundledRunner
 from bridge.sim.baselines import LinearTSRunner, OracleRunner
 from bridge.sim.episode import run_episode
-from bridge.sim.evaluate import calibration, evaluate, gap_closed
+from bridge.sim.evaluate import Lineup, calibration, evaluate, gap_closed
 from bridge.sim.families.rhythm import FAMILY as RHYTHM
 from bridge.sim.families.rhythm import RhythmFamily
 from bridge.sim.family import Answer
@@ -132,7 +132,7 @@ def test_calibration_table_and_brier():
 
 def test_eval_reports_calibration_the_strong_learner_and_the_transfer_targets():
     report = evaluate(
-        "in", n_people=3, slots=30, runners=("random", "bundled", "linear-ts", "oracle")
+        "in", n_people=3, slots=30, lineup=Lineup(("random", "bundled", "linear-ts", "oracle"))
     )
     b = report["runners"]["bundled"]
     assert b["calibration"]["brier"] < b["calibration"]["brier_of_base_rate"] + 0.05
@@ -170,7 +170,10 @@ def test_mixture_training_is_reproducible_and_names_its_families(tmp_path):
 
     from bridge.sim.train import simulate, train
 
-    a, b = (train(tmp_path / f"{x}.npz", 3, 12, 24, ("rhythm", "habits")) for x in "ab")
+    a, b = (
+        train(tmp_path / f"{x}.npz", seed=3, n_people=12, slots=24, families=("rhythm", "habits"))
+        for x in "ab"
+    )
     with np.load(a.path) as x, np.load(b.path) as y:
         assert json.loads(str(x["meta"]))["families"] == ["rhythm", "habits"]
         assert all(np.array_equal(x[k], y[k]) for k in ("accept_w", "delta_w", "delta_sd"))
@@ -181,16 +184,13 @@ def test_mixture_training_is_reproducible_and_names_its_families(tmp_path):
 
 
 def test_leave_one_family_out_in_ci_size():
-    from bridge.sim.lofo import format_lofo, lofo
+    from bridge.sim.lofo import FoldBudget, format_lofo, lofo
 
     report = lofo(
         ("rhythm", "habits"),
         n_people=3,
         slots=30,
-        train_people=12,
-        train_slots=24,
-        tune_people=2,
-        tune_slots=16,
+        budget=FoldBudget(train_people=12, train_slots=24, tune_people=2, tune_slots=16),
     )
     assert [f["held_out"] for f in report["folds"]] == ["rhythm", "habits"]
     for fold in report["folds"]:

@@ -89,7 +89,7 @@ def test_a_correction_is_kept_only_when_it_beats_none_by_the_margin(monkeypatch)
 
     gains: dict[tuple[float, float], float] = {}
 
-    def fake(model, weight, families, people, seed, temper=1.0, residual=(0.0, 0.0)):
+    def fake(model, weight, families, *, people, seed, temper=1.0, residual=(0.0, 0.0)):
         return 0.1, 0.5 + gains.get(residual, 0.0)
 
     monkeypatch.setattr(tempering, "episode_scores", fake)
@@ -99,7 +99,13 @@ def test_a_correction_is_kept_only_when_it_beats_none_by_the_margin(monkeypatch)
     def choose() -> tuple[float, float]:
         trials: dict[str, float] = {}
         return tempering._choose_residual(
-            "m.npz", inner, ("rhythm", "fatigue"), 0.2, 1.0, 4, 0, candidates, trials
+            "m.npz",
+            inner,
+            ("rhythm", "fatigue"),
+            (0.2, 1.0),
+            panel=(4, 0),
+            residuals=candidates,
+            trials=trials,
         )
 
     gains[(1.0, 0.5)] = tempering.RESIDUAL_MARGIN / 2  # ahead, but within the margin
@@ -109,6 +115,12 @@ def test_a_correction_is_kept_only_when_it_beats_none_by_the_margin(monkeypatch)
     # a single candidate is taken as is, without scoring anyone
     trials: dict[str, float] = {}
     only = tempering._choose_residual(
-        "m.npz", inner, ("rhythm",), 0.2, 1.0, 4, 0, ((0.5, 0.5),), trials
+        "m.npz",
+        inner,
+        ("rhythm",),
+        (0.2, 1.0),
+        panel=(4, 0),
+        residuals=((0.5, 0.5),),
+        trials=trials,
     )
     assert only == (0.5, 0.5) and trials == {}

@@ -75,9 +75,9 @@ class RhythmPerson:
             self.person,
             t % 4,
             meters,
-            booked(cal.free_minutes),
-            ACTIONS.index(cal.active_event) if cal.active_event else None,
-            np.array([cal.fits(x) for x in ACTIONS]),
+            busy=booked(cal.free_minutes),
+            scheduled=ACTIONS.index(cal.active_event) if cal.active_event else None,
+            fits=np.array([cal.fits(x) for x in ACTIONS]),
         )
 
     def answer(
@@ -98,7 +98,7 @@ class RhythmPerson:
         accepted: bool,
         rng: np.random.Generator,
     ) -> np.ndarray:
-        return step(self.person, meters, t % 4, action, accepted, rng)
+        return step(self.person, meters, t % 4, action, accepted=accepted, rng=rng)
 
     def expected_delta(self, t: int, action: int) -> np.ndarray:
         """The mean meter change of `action` at slot t (the oracle's health rule reads it)."""

@@ -88,7 +88,7 @@ with its P(accept). tests/sim/test_family_shifts.py holds the thresholds.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -311,6 +311,104 @@ def _longest_gap(lo: int, hi: int, busy: list[Interval]) -> tuple[int, int | Non
     return best, active, booked
 
 
+@dataclass
+class _Plan:
+    """One day's events and duty flags, drawn in order from the day's own generator."""
+
+    rng: np.random.Generator
+    traits: Traits
+    day: int
+    busy: list[Interval] = field(default_factory=list)
+    duty: list[bool] = field(default_factory=lambda: [False] * 4)
+
+    @property
+    def weekday(self) -> bool:
+        return self.day % 7 < 5
+
+    def meetings(self, lo: int, hi: int, n: int) -> None:
+        rng = self.rng
+        for _ in range(n):
+            dur = int(rng.choice(MEETING_LENGTHS))
+            start = lo + 15 * int(rng.integers(0, max(1, (hi - lo - dur) // 15 + 1)))
+            self.busy.append((start, min(hi, start + dur), AW))
+
+    def event(self, slot: int, chance: float) -> None:
+        rng = self.rng
+        if rng.random() < chance:
+            lo, hi = SLOT_START[slot], SLOT_END[slot]
+            dur = 15 * int(rng.integers(4, 13))
+            start = lo + 15 * int(rng.integers(0, (hi - lo - dur) // 15 + 1))
+            self.busy.append((start, start + dur, int(rng.choice(OFF_WORK[slot]))))
+
+    def office(self) -> None:
+        tr, rng, busy = self.traits, self.rng, self.busy
+        if not self.weekday:
+            for slot in range(3):
+                self.event(slot, tr.events)
+            return
+        self.duty[0] = self.duty[1] = True
+        for lo, hi in ((540, 720), (780, 1020)):
+            if rng.random() < tr.workshop:
+                busy.append((lo, hi, AW))
+        self.meetings(540, 1020, int(rng.poisson(tr.meetings)))
+        if rng.random() < 0.3:
+            start = 540 + 60 * int(rng.integers(0, 6))
+            busy.append((start, start + 120, DW))
+        self.event(2, tr.events * 0.6)
+
+    def shift(self, kind: str | None) -> None:
+        if kind is None:
+            for slot in range(3):
+                self.event(slot, self.traits.events)
+            return
+        lo, hi = SHIFT_HOURS[kind]
+        self.busy.append((lo, hi, AW))
+        self.duty = [min(hi, SLOT_END[s]) - max(lo, SLOT_START[s]) >= 120 for s in range(4)]
+        if self.rng.random() < self.traits.workshop:  # overtime
+            self.busy.append((hi, hi + 120, AW))
+
+    def parent(self) -> None:
+        tr, rng, busy = self.traits, self.rng, self.busy
+        if self.weekday:
+            self.duty[0] = self.duty[1] = True
+            busy.append((435, 525, FT))
+            busy.append((900, 960, FT))
+            self.meetings(540, 870, int(rng.poisson(tr.meetings)))
+        else:
+            if rng.random() < 0.6:
+                busy.append((600, 720, FT))
+            if rng.random() < 0.5:
+                busy.append((900, 1020, FT))
+            self.event(1, tr.events * 0.5)
+        if rng.random() < 0.85:
+            busy.append((1050, 1200, FT))
+        if rng.random() < tr.wakeups:
+            start = 1380 + 15 * int(rng.integers(0, 16))
+            busy.append((start, start + 15 * int(rng.integers(4, 9)), FT))
+
+    def freelancer(self) -> None:
+        tr, rng = self.traits, self.rng
+        if rng.random() < (0.75 if self.weekday else 0.3):
+            self.meetings(480, 1140, int(rng.poisson(tr.meetings)))
+            if rng.random() < 0.25:
+                start = 420 + 60 * int(rng.integers(0, 12))
+                self.busy.append((start, start + 60 * int(rng.integers(3, 7)), DW))
+        self.event(2, tr.events)
+
+    def split(self) -> None:
+        """Split shifts, six days a week."""
+        if self.day % 7 != self.traits.day_off:
+            self.busy.append((330, 630, AW))
+            self.busy.append((930, 1230, AW))
+            self.duty[0] = self.duty[2] = True
+        else:
+            self.event(1, self.traits.events)
+
+
+# A pattern's day, drawn; "shift" needs the rota's shift of the day (ShiftsPerson._day_plan).
+_PATTERNS = {"office": _Plan.office, "parent": _Plan.parent, "freelancer": _Plan.freelancer}
+
+
 class ShiftsPerson:
     """One person of the "shifts" family (see the module docstring)."""
 
@@ -370,82 +468,13 @@ class ShiftsPerson:
         if day in self._days:
             return self._days[day]
         tr = self.traits
-        rng = np.random.default_rng([TAG, self.seed, 2, day])
-        weekday = day % 7 < 5
-        busy: list[Interval] = []
-        duty = [False] * 4
-
-        def meetings(lo: int, hi: int, n: int) -> None:
-            for _ in range(n):
-                dur = int(rng.choice(MEETING_LENGTHS))
-                start = lo + 15 * int(rng.integers(0, max(1, (hi - lo - dur) // 15 + 1)))
-                busy.append((start, min(hi, start + dur), AW))
-
-        def event(slot: int, chance: float) -> None:
-            if rng.random() < chance:
-                lo, hi = SLOT_START[slot], SLOT_END[slot]
-                dur = 15 * int(rng.integers(4, 13))
-                start = lo + 15 * int(rng.integers(0, (hi - lo - dur) // 15 + 1))
-                busy.append((start, start + dur, int(rng.choice(OFF_WORK[slot]))))
-
-        if tr.pattern == "office":
-            if weekday:
-                duty[0] = duty[1] = True
-                for lo, hi in ((540, 720), (780, 1020)):
-                    if rng.random() < tr.workshop:
-                        busy.append((lo, hi, AW))
-                meetings(540, 1020, int(rng.poisson(tr.meetings)))
-                if rng.random() < 0.3:
-                    start = 540 + 60 * int(rng.integers(0, 6))
-                    busy.append((start, start + 120, DW))
-                event(2, tr.events * 0.6)
-            else:
-                for slot in range(3):
-                    event(slot, tr.events)
-        elif tr.pattern == "shift":
-            kind = self._shift_day(day)
-            if kind is not None:
-                lo, hi = SHIFT_HOURS[kind]
-                busy.append((lo, hi, AW))
-                duty = [min(hi, SLOT_END[s]) - max(lo, SLOT_START[s]) >= 120 for s in range(4)]
-                if rng.random() < tr.workshop:  # overtime
-                    busy.append((hi, hi + 120, AW))
-            else:
-                for slot in range(3):
-                    event(slot, tr.events)
-        elif tr.pattern == "parent":
-            if weekday:
-                duty[0] = duty[1] = True
-                busy.append((435, 525, FT))
-                busy.append((900, 960, FT))
-                meetings(540, 870, int(rng.poisson(tr.meetings)))
-            else:
-                if rng.random() < 0.6:
-                    busy.append((600, 720, FT))
-                if rng.random() < 0.5:
-                    busy.append((900, 1020, FT))
-                event(1, tr.events * 0.5)
-            if rng.random() < 0.85:
-                busy.append((1050, 1200, FT))
-            if rng.random() < tr.wakeups:
-                start = 1380 + 15 * int(rng.integers(0, 16))
-                busy.append((start, start + 15 * int(rng.integers(4, 9)), FT))
-        elif tr.pattern == "freelancer":
-            if rng.random() < (0.75 if weekday else 0.3):
-                meetings(480, 1140, int(rng.poisson(tr.meetings)))
-                if rng.random() < 0.25:
-                    start = 420 + 60 * int(rng.integers(0, 12))
-                    busy.append((start, start + 60 * int(rng.integers(3, 7)), DW))
-            event(2, tr.events)
-        else:  # split shifts, six days a week
-            if day % 7 != tr.day_off:
-                busy.append((330, 630, AW))
-                busy.append((930, 1230, AW))
-                duty[0] = duty[2] = True
-            else:
-                event(1, tr.events)
-        self._days[day] = (busy, duty)
-        return busy, duty
+        plan = _Plan(np.random.default_rng([TAG, self.seed, 2, day]), tr, day)
+        if tr.pattern == "shift":
+            plan.shift(self._shift_day(day))
+        else:
+            _PATTERNS.get(tr.pattern, _Plan.split)(plan)
+        self._days[day] = (plan.busy, plan.duty)
+        return plan.busy, plan.duty
 
     def _slot(self, t: int) -> Slot:
         if t in self._slots:

@@ -39,6 +39,7 @@ def fit_residual(
     slots: np.ndarray,
     accepted: np.ndarray,
     offset: np.ndarray,
+    *,
     n_actions: int,
     tau: float,
     slot_tau: float = 0.0,
