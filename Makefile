@@ -28,6 +28,7 @@ test-postgres: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # The documentation site from docs/ (mkdocs.yml; strict: a broken link or nav entry fails).
 docs: $(VENV)/.installed

@@ -93,7 +93,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc, ensure_ascii=False)
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(logging.StreamHandler):
     """Writes to whatever `sys.stderr` is at the time of the event.
 
     A handler bound to the stream of the moment keeps writing to it after it is swapped
@@ -104,7 +104,7 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stderr
 

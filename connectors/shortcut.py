@@ -68,7 +68,7 @@ def _sample(item: dict[str, Any], stats: PushStats) -> list[ReadingRecord]:
         return []
     metric, unit, factors = spec
     given = str(item.get("unit") or "").strip().lower()
-    factor = factors.get(given, 1.0 if not given else None)  # type: ignore[arg-type]
+    factor = factors.get(given, 1.0 if not given else None)
     if factor is None:
         raise ValueError(f"{kind}: unit {item.get('unit')!r} is not one of {', '.join(factors)}")
     value = float(item["value"]) * factor

@@ -83,7 +83,7 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
         self._salt: bytes | None = None
 
     @property
-    def priority(self) -> float:  # type: ignore[override]
+    def priority(self) -> float:
         # Viable only with a key; below desktop keyrings so they win when present.
         return 0.5 if (self._key or _key_material()) else -1
 

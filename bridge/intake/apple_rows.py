@@ -160,7 +160,7 @@ class AppleRows:
             hour = self.hour(key)
         if hour is None:
             return None
-        return hour[0] + tail + ".000000", hour[1]  # type: ignore[index]
+        return hour[0] + tail + ".000000", hour[1]
 
     def _reading(
         self, text: str, unit: str, energy: bool, low: float, high: float

@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import and_, delete, not_, select, tuple_, update
 from sqlalchemy.engine import Connection
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from bridge.errors import Cancelled, InputError
 from bridge.intake.parse_apart import apple_records
@@ -133,7 +133,9 @@ def file_sha256(path: Path) -> str:
 
 
 def already_imported(session: Session, kind: str, sha: str) -> bool:
-    stmt = select(ImportedFile.id).where(ImportedFile.kind == kind, ImportedFile.sha256 == sha)
+    stmt = select(col(ImportedFile.id)).where(
+        col(ImportedFile.kind) == kind, col(ImportedFile.sha256) == sha
+    )
     return session.execute(stmt).first() is not None
 
 
@@ -187,7 +189,7 @@ class ReadingWriter:
             # Every row fires the meter_changes trigger, so SQLite keeps a statement
             # journal for each; in a temp file that cost 3 s of system time on a 200 MB
             # export. In memory it is a page or two per row, for this write only.
-            raw = conn.connection.dbapi_connection  # type: ignore[union-attr]
+            raw: Any = conn.connection.dbapi_connection  # sqlite3's own connection
             self.temp_store = raw.execute("PRAGMA temp_store").fetchone()[0]
             raw.execute("PRAGMA temp_store = MEMORY")
             self.sql = (
@@ -279,7 +281,7 @@ class ReadingWriter:
     def close(self) -> None:
         """Put back the connection's temp store (it returns to the pool)."""
         if self.fast:
-            raw = self.conn.connection.dbapi_connection  # type: ignore[union-attr]
+            raw: Any = self.conn.connection.dbapi_connection
             with contextlib.suppress(sqlite3.Error):  # never mask why a write failed
                 raw.execute(f"PRAGMA temp_store = {int(self.temp_store)}")
 
@@ -628,11 +630,11 @@ def import_changed_file(store: Store, kind: str, path: Path, ctx: ReadContext) -
     modified = datetime.fromtimestamp(stat.st_mtime, UTC)
     with store.session() as session:
         seen = session.execute(
-            select(ImportedFile.id).where(
-                ImportedFile.kind == kind,
-                ImportedFile.path == str(path),
-                ImportedFile.size == stat.st_size,
-                ImportedFile.imported_at >= modified,
+            select(col(ImportedFile.id)).where(
+                col(ImportedFile.kind) == kind,
+                col(ImportedFile.path) == str(path),
+                col(ImportedFile.size) == stat.st_size,
+                col(ImportedFile.imported_at) >= modified,
             )
         ).first()
     if seen is not None:
@@ -728,7 +730,9 @@ def import_feed(
     today = ctx.now.astimezone(ctx.tz).date().isoformat()
     with store.session() as session:
         row = session.execute(
-            select(SyncState.cursor).where(*(getattr(SyncState, k) == v for k, v in key.items()))
+            select(col(SyncState.cursor)).where(
+                *(getattr(SyncState, k) == v for k, v in key.items())
+            )
         ).first()
     cursor = json.loads(row[0]) if row and row[0] else {}
     fresh = not force and cursor.get("expanded_on") == today

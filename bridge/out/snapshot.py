@@ -338,11 +338,11 @@ def slots_between(
 ) -> list[dict[str, Any]]:
     """The stored slots of local dates `first` to `last` (only slot `slot` if given), in order."""
     stmt = select(MeterSnapshot).where(
-        MeterSnapshot.local_date >= first, MeterSnapshot.local_date <= last
+        col(MeterSnapshot.local_date) >= first, col(MeterSnapshot.local_date) <= last
     )
     if slot is not None:
-        stmt = stmt.where(MeterSnapshot.slot == slot)
-    order = (MeterSnapshot.local_date, MeterSnapshot.slot)
+        stmt = stmt.where(col(MeterSnapshot.slot) == slot)
+    order = (col(MeterSnapshot.local_date), col(MeterSnapshot.slot))
     with store.session() as session:
         return [slot_document(s) for s in session.execute(stmt.order_by(*order)).scalars()]
 
@@ -352,7 +352,7 @@ def stored_slot(store: Store, key: SlotKey) -> dict[str, Any] | None:
     with store.session() as session:
         found = session.execute(
             select(MeterSnapshot).where(
-                MeterSnapshot.local_date == key.local_date, MeterSnapshot.slot == key.slot
+                col(MeterSnapshot.local_date) == key.local_date, col(MeterSnapshot.slot) == key.slot
             )
         ).scalar_one_or_none()
         return slot_document(found) if found else None

@@ -590,7 +590,7 @@ def _rationale(
     best = None
     if counts:
         (slot, act, resp), n = max(counts.items(), key=lambda kv: kv[1])
-        best = f"{_SLOT_WORDS[int(slot) % 4]} {act} {resp} {n}x"
+        best = f"{_SLOT_WORDS[int(slot or 0) % 4]} {act} {resp} {n}x"
     label = low if belief[axis] < 0.5 else high
     shape = " ".join(f"{k}={v:.2f}" for k, v in zip(AXES, belief, strict=True))
     evidence = f"{best} -> " if best else ""

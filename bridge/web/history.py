@@ -207,7 +207,7 @@ def _records(table: pd.DataFrame) -> list[dict[str, Any]]:
     ]
     out = []
     for day, row in table.iterrows():
-        rec: dict[str, Any] = {"date": day.isoformat()}  # type: ignore[attr-defined]
+        rec: dict[str, Any] = {"date": day.isoformat()}
         for k in keys:
             v = row.get(k)
             if k.endswith("_stale"):
