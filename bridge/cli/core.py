@@ -128,6 +128,12 @@ def current_store() -> Store:
     return state["store"]
 
 
+def file_in(path: Path, default_name: str) -> Path:
+    """`path`, or `path/default_name` when `path` is an existing folder (`backup ~/backups`)."""
+    path = Path(path).expanduser()
+    return path / default_name if path.is_dir() else path
+
+
 def print_json(doc: Any) -> None:
     typer.echo(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
 

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from bridge.cli.core import app, current_store
+from bridge.cli.core import app, current_store, file_in
 from bridge.errors import BridgeError
 
 UNIT_PATH = Path("/etc/systemd/system/rhythm-bridge.service")
@@ -56,10 +56,21 @@ def install_service(
 
 @app.command()
 def backup(
-    file: Annotated[Path, typer.Argument(help="Where to write the backup.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="Where to write the backup: a file, or a folder (then "
+            "rhythm-bridge-YYYYMMDD-HHMMSS.db in it; .dump on PostgreSQL)."
+        ),
+    ],
 ) -> None:
     """Write a consistent backup of the store, safe while the daemon runs."""
+    from datetime import datetime
+
     from bridge.out.backup import backup as make_backup
 
-    path = make_backup(current_store(), file)
+    store = current_store()
+    suffix = ".db" if store.is_sqlite else ".dump"
+    name = f"rhythm-bridge-{datetime.now():%Y%m%d-%H%M%S}{suffix}"
+    path = make_backup(store, file_in(file, name))
     typer.echo(f"wrote {path} ({path.stat().st_size} bytes)")

@@ -19,6 +19,7 @@ from bridge.cli.core import (
     current_settings,
     current_store,
     date_arg,
+    file_in,
     fmt,
     print_json,
     slot_arg,
@@ -156,21 +157,22 @@ def import_(
 ) -> None:
     """Import Apple Health export.zip/.xml, a Garmin export ZIP, a FIT file, or .ics (file/URL)."""
     from bridge.cli.progress import records_progress
-    from bridge.intake.ingest import import_feed, import_file
+    from bridge.intake.ingest import import_file
     from bridge.intake.sources import read_context
 
     # Not bridge.cycle: it pulls in pandas, which would double the import's memory.
     ctx = read_context(current_settings(), datetime.now(UTC))
     if kind == "ics" and path.lower().startswith(("http://", "https://", "webcal://")):
-        summary = import_feed(current_store(), path, ctx, force=force)
+        summary = _import_url(current_store(), path, ctx, force=force)
     else:
+        file = _import_path(kind, Path(path))
         # The database is opened (and brought to the newest schema) before the bar shows:
         # a Ctrl-C the person gives while watching the bar then lands in the import, which
         # is one transaction, never in a migration.
         store = current_store()
         try:
-            with records_progress(f"importing {Path(path).name}") as progress:
-                summary = import_file(store, kind, Path(path), ctx, force=force, progress=progress)
+            with records_progress(f"importing {file.name}") as progress:
+                summary = import_file(store, kind, file, ctx, force=force, progress=progress)
         except KeyboardInterrupt:
             # The import is one transaction: Ctrl-C rolled all of it back.
             typer.echo("interrupted; nothing from this file was stored", err=True)
@@ -178,6 +180,36 @@ def import_(
     typer.echo(summary.line())
     if summary.new:
         typer.echo("the next cycle computes the meters of every day it brought (run --once)")
+
+
+def _import_path(kind: str, path: Path) -> Path:
+    """The file to import: an unzipped Apple Health export folder stands for its export.xml."""
+    path = path.expanduser()
+    if kind != "apple-health" or not path.is_dir():
+        return path
+    # Apple's ZIP unzips to apple_health_export/export.xml (beside export_cda.xml and routes).
+    for candidate in (path / "export.xml", path / "apple_health_export" / "export.xml"):
+        if candidate.is_file():
+            return candidate
+    raise BridgeError(
+        f"{path}: a folder without export.xml; give the export.zip, its export.xml, "
+        "or the unzipped apple_health_export folder"
+    )
+
+
+def _import_url(store: Store, url: str, ctx: Any, *, force: bool) -> Any:
+    """A one-shot feed import: a network failure says what happened and what to do."""
+    from bridge.errors import Transient
+    from bridge.intake.ingest import import_feed
+
+    try:
+        return import_feed(store, url, ctx, force=force)
+    except Transient as err:
+        what = str(err).removesuffix("; will retry")
+        raise BridgeError(
+            f"{what}; nothing was imported. Check the link and the network and run the "
+            "command again, or add the link to [sources.ics] urls so the daemon retries it"
+        ) from None
 
 
 @app.command()
@@ -524,7 +556,14 @@ def feedback(
 
 @app.command()
 def export(
-    out: Annotated[Path | None, typer.Option("--out", help="Write here (default: stdout).")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Write here: a file, or a folder (then snapshot-YYYYMMDD-HHMMSS.json in it); "
+            "default: stdout.",
+        ),
+    ] = None,
     since: Annotated[
         str | None,
         typer.Option(help="First local date YYYY-MM-DD (default: the last [export] days)."),
@@ -541,6 +580,7 @@ def export(
     if training_data is not None:
         from bridge.learning.training_data import write_training_data
 
+        training_data = file_in(training_data, "training-data.jsonl")
         count = write_training_data(current_store(), current_settings(), training_data)
         typer.echo(f"wrote {count} examples to {training_data}")
         return
@@ -551,7 +591,8 @@ def export(
     if out is None:
         print_json(doc)
     else:
-        typer.echo(f"wrote {write_snapshot(doc, out)}")
+        name = f"snapshot-{datetime.now():%Y%m%d-%H%M%S}.json"
+        typer.echo(f"wrote {write_snapshot(doc, file_in(out, name))}")
 
 
 @app.command()
