@@ -26,8 +26,44 @@ if TYPE_CHECKING:
     from bridge.store import Store
 
 
+# The order `--help` lists the commands in: as a person meets them (set up, try, run,
+# look, bring data in, answer), then the tokens, the operator's tools, and the trainers
+# last. tests/cli/test_first_hour.py fails when a command is missing here.
+COMMAND_ORDER = (
+    "init",
+    "demo",
+    "run",
+    "status",
+    "import",
+    "sync",
+    "auth",
+    "meters",
+    "recommend",
+    "feedback",
+    "classify",
+    "export",
+    "serve",
+    "web-token",
+    "calendar-feed",
+    "notify-token",
+    "mqtt-password",
+    "push-token",
+    "backup",
+    "install-service",
+    "train-classifier",
+    "train-model",
+    "eval",
+)
+
+
 class _Group(TyperGroup):
     """Turns library errors into one line on stderr and exit code 2, in one place."""
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        # Any command not in COMMAND_ORDER comes before the trainers, in registration order.
+        rank = {name: i for i, name in enumerate(COMMAND_ORDER)}
+        unknown = COMMAND_ORDER.index("train-classifier") - 0.5
+        return sorted(super().list_commands(ctx), key=lambda name: rank.get(name, unknown))
 
     def invoke(self, ctx: _click.Context) -> Any:
         try:

@@ -26,6 +26,7 @@ from bridge.cli.core import (
     state,
 )
 from bridge.errors import BridgeError
+from bridge.out import SNAPSHOT_SCHEMA_ID
 from connectors.registry import IMPORT_KINDS, SCHEDULED, spelled
 
 if TYPE_CHECKING:
@@ -554,7 +555,7 @@ def feedback(
             )
 
 
-@app.command()
+@app.command(help=f"Export the meter snapshot document (schema {SNAPSHOT_SCHEMA_ID}).")
 def export(
     out: Annotated[
         Path | None,
@@ -576,7 +577,6 @@ def export(
         ),
     ] = None,
 ) -> None:
-    """Export the meter snapshot document (schema rhythm-bridge/snapshot@1)."""
     if training_data is not None:
         from bridge.learning.training_data import write_training_data
 

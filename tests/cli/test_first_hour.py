@@ -44,3 +44,35 @@ def test_export_into_an_existing_folder_writes_a_named_file(cfg, tmp_path):
     result = invoke(cfg, "export", "--training-data", folder)
     assert result.exit_code == 0, result.output
     assert (folder / "training-data.jsonl").is_file()
+
+
+def test_help_lists_commands_in_the_order_a_person_uses_them():
+    from bridge.cli.core import COMMAND_ORDER
+
+    result = CliRunner().invoke(app, ["--help"])
+    listed = [
+        line.split()[0]
+        for line in result.output.split("Commands:", 1)[1].splitlines()
+        if line.startswith("  ") and line.split()
+    ]
+    assert listed[:4] == ["init", "demo", "run", "status"]
+    assert listed[-3:] == ["train-classifier", "train-model", "eval"]
+    # A new command is placed on purpose, not left to the order modules are imported in.
+    assert sorted(listed) == sorted(COMMAND_ORDER)
+
+
+def test_export_help_names_the_schema_version_it_writes(cfg):
+    from bridge.out.snapshot import SCHEMA_ID
+
+    assert SCHEMA_ID != "rhythm-bridge/snapshot@1"
+    result = CliRunner().invoke(app, ["export", "--help"])
+    assert f"(schema {SCHEMA_ID})" in " ".join(result.output.split())
+    doc = json.loads(invoke(cfg, "export").stdout)
+    assert doc["schema"] == SCHEMA_ID
+
+
+def test_the_example_config_names_the_notify_token_command():
+    from bridge.config import starter_config
+
+    text = starter_config()
+    assert "rhythm-bridge notify-token" in text
