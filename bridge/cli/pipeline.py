@@ -56,23 +56,37 @@ def init(
 @app.command()
 def demo(
     as_json: JsonOpt = False,
-    data_dir: Annotated[
-        Path | None, typer.Option(help="Keep the demo store here (default: a temp dir).")
+    keep: Annotated[
+        Path | None,
+        typer.Option(
+            "--keep",
+            "--data-dir",
+            metavar="DIR",
+            help="Keep the demo's store and snapshot in DIR (default: a temporary folder, "
+            "removed when the demo ends).",
+        ),
     ] = None,
 ) -> None:
     """Run the whole pipeline on bundled sample data: no config, no network."""
     from bridge.cycle.demo import run_demo
 
-    result = run_demo(data_dir)
+    result = run_demo(keep)
+    where = (
+        f"store and snapshot kept in {result.data_dir}"
+        if result.data_dir is not None
+        else "the demo's temporary store was removed (keep it with --keep DIR)"
+    )
     if as_json:
         print_json(result.snapshot)
+        if result.data_dir is not None:
+            typer.echo(where, err=True)  # stdout stays the snapshot document alone
         return
     for summary in result.imports:
         typer.echo(
             f"imported {Path(summary.path).name}: {summary.records} records, {summary.new} new"
         )
     _print_state(result.snapshot)
-    typer.echo(f"\nstore and snapshot kept in {result.data_dir}")
+    typer.echo(f"\n{where}")
 
 
 def _print_state(doc: dict[str, Any]) -> None:

@@ -76,3 +76,26 @@ def test_the_example_config_names_the_notify_token_command():
 
     text = starter_config()
     assert "rhythm-bridge notify-token" in text
+
+
+def test_demo_leaves_no_temporary_folder_behind_unless_asked(tmp_path, monkeypatch):
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    result = CliRunner().invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    assert list(scratch.iterdir()) == []
+    assert "removed (keep it with --keep DIR)" in result.output
+    result = CliRunner().invoke(app, ["demo", "--json"])
+    assert result.exit_code == 0, result.output
+    assert list(scratch.iterdir()) == []
+    json.loads(result.stdout)
+    # --keep DIR keeps it and says where, also with --json (on stderr: stdout is the document).
+    kept = tmp_path / "kept"
+    result = CliRunner().invoke(app, ["demo", "--json", "--keep", str(kept)])
+    assert result.exit_code == 0, result.output
+    assert (kept / "rhythm-bridge.db").is_file() and (kept / "latest.json").is_file()
+    assert f"kept in {kept}" in result.stderr
+    json.loads(result.stdout)
