@@ -164,7 +164,11 @@ def run(
 def import_(
     kind: Annotated[str, typer.Argument(help=spelled(list(IMPORT_KINDS)))],
     path: Annotated[
-        str, typer.Argument(help="The file to import (for ics also an https:// or webcal:// URL).")
+        str,
+        typer.Argument(
+            help="The file to import (apple-health: also the unzipped export folder; "
+            "ics: also an https:// or webcal:// URL)."
+        ),
     ],
     force: Annotated[
         bool, typer.Option("--force", help="Import even if this exact file was imported before.")

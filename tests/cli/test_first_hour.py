@@ -99,3 +99,57 @@ def test_demo_leaves_no_temporary_folder_behind_unless_asked(tmp_path, monkeypat
     assert (kept / "rhythm-bridge.db").is_file() and (kept / "latest.json").is_file()
     assert f"kept in {kept}" in result.stderr
     json.loads(result.stdout)
+
+
+def test_the_unit_the_steps_the_docs_and_the_example_config_name_the_same_paths(
+    tmp_path, monkeypatch
+):
+    import re
+    import shutil
+
+    from bridge.cli.ops import CONFIG_DIR, CONFIG_FILE, DATA_DIR, KEY_FILE
+    from tests.conftest import ROOT
+
+    # As installed the documented way: /usr/local/bin/rhythm-bridge on root's PATH.
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/local/bin/{name}")
+    unit_path = tmp_path / "rhythm-bridge.service"
+    result = CliRunner().invoke(app, ["install-service", "--path", str(unit_path)])
+    assert result.exit_code == 0, result.output
+    unit = unit_path.read_text()
+    credential = f"LoadCredential=keyring-key:{KEY_FILE}"
+    assert credential in unit
+    assert f"Environment=RHYTHM_BRIDGE_CONFIG={CONFIG_FILE}" in unit
+    assert "ExecStart=/usr/local/bin/rhythm-bridge run" in unit
+    # No made-up documentation link, and no ConfigurationDirectory= (it would not give an
+    # existing /etc/rhythm-bridge to the service's group).
+    assert "example.invalid" not in unit
+    assert not re.search(r"^(Documentation|ConfigurationDirectory)=", unit, re.M)
+    steps = [line.strip() for line in result.output.split("next:\n", 1)[1].splitlines()]
+    steps = [s for s in steps if s.startswith(("sudo", "journalctl"))]
+    # The config is written by `init` (no config.toml the person may not have is copied),
+    # opened to the service's group, and the key made root's alone.
+    assert f"sudo /usr/local/bin/rhythm-bridge --config {CONFIG_FILE} init" in steps
+    assert f"sudo install -d -m 0750 -o root -g rhythm-bridge {CONFIG_DIR}" in steps
+    assert not any("cp config.toml" in s for s in steps)
+    readme = (ROOT / "README.md").read_text()
+    guide = (ROOT / "docs" / "guides" / "service.md").read_text()
+    for page in (readme, guide):
+        for step in steps:
+            assert step in page, step  # the pages show the steps exactly as printed
+    texts = {
+        "README.md": readme,
+        "docs/guides/service.md": guide,
+        "docs/reference/settings.md": (ROOT / "docs" / "reference" / "settings.md").read_text(),
+        "config.example.toml": (ROOT / "config.example.toml").read_text(),
+        "bridge/config.example.toml": (ROOT / "bridge" / "config.example.toml").read_text(),
+        "bridge/auth/secrets.py": (ROOT / "bridge" / "auth" / "secrets.py").read_text(),
+        "the unit": unit,
+    }
+    allowed = {CONFIG_DIR, CONFIG_FILE, KEY_FILE, DATA_DIR}
+    for name, text in texts.items():
+        named = set(re.findall(r"/etc/rhythm-bridge[\w./-]*", text))
+        assert {p.rstrip(".") for p in named} <= allowed, (name, named - allowed)
+        for mention in re.findall(r"LoadCredential=keyring-key:[^\s`'\")]*", text):
+            assert mention == credential, (name, mention)
+    for name in ("README.md", "docs/guides/service.md", "config.example.toml"):
+        assert credential in texts[name], name
