@@ -50,7 +50,11 @@ def init(
     from bridge.config import default_config_path, write_starter_config
 
     path = write_starter_config(state.get("config") or default_config_path(), force=force)
-    typer.echo(f"wrote {path}; edit it, then run `rhythm-bridge run --once`")
+    typer.echo(
+        f"wrote {path}; every source in it is off. Next: import a file "
+        "(rhythm-bridge import apple-health export.zip) or enable a source in it, "
+        "then run `rhythm-bridge run --once`"
+    )
 
 
 @app.command()
@@ -145,6 +149,12 @@ def run(
             f"{report.slots} slots computed, recommendation {what}; "
             f"snapshot {report.snapshot}"
         )
+        if not report.synced and _empty(current_store()):
+            typer.echo(
+                "no data yet: no source is enabled and nothing was imported, so the meters are "
+                "empty; import a file (rhythm-bridge import KIND PATH) or enable a source in "
+                "the config"
+            )
         from bridge.out.mqtt.link import publish_once
 
         # The cycle is stored either way; an unreachable broker still fails the command.
@@ -201,11 +211,26 @@ def import_(
         typer.echo("the next cycle computes the meters of every day it brought (run --once)")
 
 
+def _empty(store: Store) -> bool:
+    """Nothing stored to compute meters from: no reading, no event, no task."""
+    from sqlalchemy import select
+
+    from bridge.store.models import CalendarEvent, Reading, Task
+
+    with store.session() as session:
+        return all(
+            session.execute(select(model).limit(1)).first() is None
+            for model in (Reading, CalendarEvent, Task)
+        )
+
+
 def _import_path(kind: str, path: Path) -> Path:
     """The file to import: an unzipped Apple Health export folder stands for its export.xml."""
     path = path.expanduser()
-    if kind != "apple-health" or not path.is_dir():
+    if not path.is_dir():
         return path
+    if kind != "apple-health":
+        raise BridgeError(f"{path}: a folder; give the {kind} file itself")
     # Apple's ZIP unzips to apple_health_export/export.xml (beside export_cda.xml and routes).
     for candidate in (path / "export.xml", path / "apple_health_export" / "export.xml"):
         if candidate.is_file():

@@ -153,3 +153,23 @@ def test_the_unit_the_steps_the_docs_and_the_example_config_name_the_same_paths(
             assert mention == credential, (name, mention)
     for name in ("README.md", "docs/guides/service.md", "config.example.toml"):
         assert credential in texts[name], name
+
+
+def test_a_new_user_is_told_the_next_step_after_init_and_after_an_empty_cycle(tmp_path):
+    cfg = tmp_path / "new" / "config.toml"
+    result = CliRunner().invoke(app, ["--config", str(cfg), "init"])
+    assert result.exit_code == 0, result.output
+    # The starter config has every source off: `run --once` alone would compute nothing.
+    assert "every source in it is off" in result.output
+    assert "rhythm-bridge import apple-health" in result.output
+    cfg = write_config(tmp_path / "config.toml", tmp_path / "data")
+    result = invoke(cfg, "run", "--once")
+    assert result.exit_code == 0, result.output
+    assert "no data yet" in result.output and "rhythm-bridge import KIND PATH" in result.output
+
+
+def test_importing_a_folder_as_a_file_says_it_is_a_folder(cfg, tmp_path):
+    result = invoke(cfg, "import", "fit", tmp_path)
+    assert result.exit_code == 2
+    assert "a folder; give the fit file itself" in result.output
+    assert "no such file" not in result.output
