@@ -71,6 +71,12 @@ class _Group(TyperGroup):
         except BridgeError as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2) from None
+        except OSError as err:
+            # A path the person gave that cannot be written or read (a file where a folder
+            # should be, no permission, a full disk): one line too, not a traceback.
+            where = f"{err.filename}: " if err.filename else ""
+            typer.echo(f"error: {where}{err.strerror or err}", err=True)
+            raise typer.Exit(2) from None
         finally:
             # Each invocation owns its store: close its connections when the command ends
             # (an embedding program or a test may invoke many commands in one process).
@@ -167,7 +173,14 @@ def current_store() -> Store:
 def file_in(path: Path, default_name: str) -> Path:
     """`path`, or `path/default_name` when `path` is an existing folder (`backup ~/backups`)."""
     path = Path(path).expanduser()
-    return path / default_name if path.is_dir() else path
+    if path.is_dir():
+        return path / default_name
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise BridgeError(f"{path}: {parent} is a file, not a folder")
+            break
+    return path
 
 
 def print_json(doc: Any) -> None:

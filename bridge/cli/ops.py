@@ -98,5 +98,10 @@ def backup(
     store = current_store()
     suffix = ".db" if store.is_sqlite else ".dump"
     name = f"rhythm-bridge-{datetime.now():%Y%m%d-%H%M%S}{suffix}"
-    path = make_backup(store, file_in(file, name))
+    dest = file_in(file, name)
+    try:
+        path = make_backup(store, dest)
+    except OSError as err:
+        reason = err.strerror or err
+        raise BridgeError(f"{dest}: cannot write the backup there ({reason})") from None
     typer.echo(f"wrote {path} ({path.stat().st_size} bytes)")

@@ -173,3 +173,20 @@ def test_importing_a_folder_as_a_file_says_it_is_a_folder(cfg, tmp_path):
     assert result.exit_code == 2
     assert "a folder; give the fit file itself" in result.output
     assert "no such file" not in result.output
+
+
+def test_a_path_through_a_file_is_one_line_not_a_traceback(cfg, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for args in (
+        ["backup", afile / "x.db"],
+        ["export", "--out", afile / "x.json"],
+        ["export", "--training-data", afile / "x.jsonl"],
+        ["demo", "--keep", afile / "demo"],
+    ):
+        result = invoke(cfg, *args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "Traceback" not in result.output and result.exception is not None
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), (args, result.output)
+        assert str(afile) in lines[0]
