@@ -190,3 +190,19 @@ def test_a_path_through_a_file_is_one_line_not_a_traceback(cfg, tmp_path):
         lines = result.output.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), (args, result.output)
         assert str(afile) in lines[0]
+
+
+def test_the_quickstart_says_how_to_give_the_keyring_key_that_tokens_need(tmp_path):
+    from bridge.auth.secrets import EncryptedFileKeyring
+    from bridge.errors import ConfigError
+    from tests.conftest import ROOT
+
+    for page in (ROOT / "README.md", ROOT / "docs" / "index.md"):
+        quickstart = page.read_text().split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+        assert "RHYTHM_BRIDGE_KEYRING_KEY" in quickstart and "openssl rand" in quickstart, page
+    # And the one line a token command stops with says the same, with the service's path.
+    with pytest.raises(ConfigError) as caught:
+        EncryptedFileKeyring(tmp_path / "secrets.keyring")._material()
+    message = str(caught.value)
+    assert "openssl rand -base64 32" in message
+    assert "LoadCredential=keyring-key:/etc/rhythm-bridge/keyring.key" in message
