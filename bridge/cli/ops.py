@@ -78,6 +78,18 @@ def install_service(
         f"wrote {path} (it runs {exe} run as {user})\nnext:\n{steps}\n"
         f"keep a copy of {KEY_FILE}: without it the stored tokens cannot be read"
     )
+    if _from_a_checkout(exe):
+        typer.echo(
+            f"note: {exe} looks like a checkout's or a home folder's; the service user may "
+            "not reach it, and a `git pull` changes the running service. Install it for "
+            "real (a venv under /opt: docs/guides/service.md) and run install-service again",
+            err=True,
+        )
+
+
+def _from_a_checkout(exe: str) -> bool:
+    parts = Path(exe).parts
+    return ".venv" in parts or parts[1:2] in (("home",), ("root",))
 
 
 @app.command()

@@ -206,3 +206,16 @@ def test_the_quickstart_says_how_to_give_the_keyring_key_that_tokens_need(tmp_pa
     message = str(caught.value)
     assert "openssl rand -base64 32" in message
     assert "LoadCredential=keyring-key:/etc/rhythm-bridge/keyring.key" in message
+
+
+def test_install_service_from_a_checkout_says_to_install_it_for_real(tmp_path, monkeypatch):
+    import shutil
+
+    monkeypatch.setattr(shutil, "which", lambda name: f"/home/me/rhythm-bridge/.venv/bin/{name}")
+    unit = tmp_path / "rhythm-bridge.service"
+    result = CliRunner().invoke(app, ["install-service", "--path", str(unit)])
+    assert result.exit_code == 0, result.output
+    assert "Install it for real" in result.stderr
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/local/bin/{name}")
+    result = CliRunner().invoke(app, ["install-service", "--path", str(unit)])
+    assert result.stderr == ""
