@@ -1,21 +1,30 @@
 # The two quickstart commands: `make demo` and `make test`. Each installs what it needs
-# into .venv (Python 3.11+ required) the first time.
+# into .venv (Python 3.11+ required) the first time: `demo` the program alone, `test` the
+# program with the test extra (pytest, ruff, mkdocs, a browser driver, ...).
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test test-postgres lint docs install clean
+.PHONY: demo test test-postgres lint docs install install-runtime clean
 
-$(VENV)/.installed: pyproject.toml
+# The program and what it needs at run time.
+$(VENV)/.runtime: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "rhythm-bridge needs Python 3.11 or newer (set PYTHON=python3.11)")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	@touch $@
+
+# The same plus the test extra, for the tests, the linter and the docs.
+$(VENV)/.installed: $(VENV)/.runtime
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	@touch $@
 
+install-runtime: $(VENV)/.runtime
+
 install: $(VENV)/.installed
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.runtime
 	$(BIN)/rhythm-bridge demo
 
 test: $(VENV)/.installed

@@ -313,20 +313,50 @@ def _zone(name: str) -> tzinfo:
         raise ValueError(f'unknown IANA time zone {name!r} (e.g. "Europe/Berlin")') from None
 
 
-def detect_timezone() -> str:
-    """The machine's IANA zone name: $TZ, then /etc/localtime, then /etc/timezone, else UTC."""
-    tz = os.environ.get("TZ", "").lstrip(":")
-    if tz and "/" in tz:
-        return tz
+def _zone_of_link(path: str) -> str | None:
+    """The IANA name a zoneinfo file stands for, from the link that names it (None: no name)."""
+    target = os.path.realpath(path)
+    if "zoneinfo/" not in target:
+        return None
+    name = target.split("zoneinfo/", 1)[1]
+    return name.removeprefix("posix/").removeprefix("right/")
+
+
+def _is_zone(name: str) -> bool:
     try:
-        target = os.readlink("/etc/localtime")
-        if "zoneinfo/" in target:
-            return target.split("zoneinfo/", 1)[1]
+        _zone(name)
+    except ValueError:
+        return False
+    return True
+
+
+def detect_timezone() -> str:
+    """The machine's IANA zone name: $TZ, then /etc/localtime, then /etc/timezone, else UTC.
+
+    $TZ may name a zone (`Europe/Berlin`, `:Europe/Berlin`) or a zoneinfo file
+    (`:/etc/localtime`, followed to the zone it links to). A POSIX rule
+    (`CET-1CEST,M3.5.0,M10.5.0/3`) names no zone: a ConfigError says to set `timezone`.
+    """
+    raw = os.environ.get("TZ", "")
+    tz = raw.lstrip(":")
+    if tz:
+        name = _zone_of_link(tz) if tz.startswith("/") else tz
+        if name and _is_zone(name):
+            return name
+        if not tz.startswith("/") or os.path.exists(tz):
+            raise ConfigError(
+                f"TZ={raw!r} is not an IANA time zone name; set timezone in the config "
+                '(e.g. timezone = "Europe/Berlin") or TZ to a zone name'
+            )
+    try:
+        name = _zone_of_link("/etc/localtime") if os.path.islink("/etc/localtime") else None
+        if name and _is_zone(name):
+            return name
     except OSError:
         pass
     try:
         name = Path("/etc/timezone").read_text().strip()
-        if name:
+        if name and _is_zone(name):
             return name
     except OSError:
         pass

@@ -131,3 +131,9 @@ def setup_logging(level: int = logging.WARNING, *, as_json: bool = False) -> Non
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(min(root.level or logging.WARNING, level))
+    # APScheduler logs each job it adds and runs at INFO, in UTC: nine lines at the
+    # daemon's start and two per cycle that say less than our own line. --verbose shows
+    # ours; APScheduler's warnings and errors (a missed or crashed job) still come through.
+    logging.getLogger("apscheduler").setLevel(
+        logging.DEBUG if level <= logging.DEBUG else logging.WARNING
+    )

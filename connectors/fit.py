@@ -10,6 +10,9 @@ What is kept:
     sleep_level         sleep stages (light -> core), each lasting until the next level
     stress_level        stress 0-100 (negative values mean off-wrist or moving: dropped)
     respiration_rate    breaths/min (negative sentinels dropped)
+    record              an activity's heart-rate samples (and the RR intervals' clock)
+    session             the activity as a workout (minutes, label = sport), with its
+                        energy (kcal) and distance (km) when the device wrote them
 
 The file's CRC is checked: a damaged file is refused as a whole, never half-read.
 """
@@ -111,14 +114,35 @@ class _Reader:
         self.hrv(frame)
         return ()
 
-    def record(self, _frame: Any, stamp: Any) -> Iterator[ReadingRecord]:
+    def record(self, frame: Any, stamp: Any) -> Iterator[ReadingRecord]:
         if not isinstance(stamp, datetime):
             return
+        bpm = _value(frame, "heart_rate")
+        if bpm:
+            when = stamp.astimezone(self.zone)
+            yield self.rec("heart_rate", when, when, float(bpm), "bpm")
         if self.rr_start is None:
             self.rr_start = stamp
         self.rr_last = stamp
         if self.rr and stamp - self.rr_start >= HRV_WINDOW:
             yield from self.flush_hrv(stamp)
+
+    def session(self, frame: Any, _stamp: Any) -> Iterator[ReadingRecord]:
+        """One activity (a run, a ride): a workout like Apple's and WHOOP's."""
+        start = _value(frame, "start_time")
+        seconds = _value(frame, "total_elapsed_time") or _value(frame, "total_timer_time")
+        if not isinstance(start, datetime) or not seconds or seconds <= 0:
+            return
+        start = start.astimezone(self.zone)
+        end = start + timedelta(seconds=float(seconds))
+        sport = str(_value(frame, "sport") or "")[:64]
+        yield self.rec("workout", start, end, float(seconds) / 60, "min", label=sport)
+        energy, metres = _value(frame, "total_calories"), _value(frame, "total_distance")
+        if energy:
+            yield self.rec("workout_energy", start, end, float(energy), "kcal", label=sport)
+        if metres:
+            km = round(float(metres) / 1000, 4)
+            yield self.rec("workout_distance", start, end, km, "km", label=sport)
 
     def hrv_value(self, frame: Any, stamp: Any) -> Iterator[ReadingRecord]:
         value = _value(frame, "value")
@@ -235,6 +259,7 @@ _MESSAGES: dict[str, Callable[[_Reader, Any, Any], Iterable[ReadingRecord]]] = {
     "monitoring": _Reader.monitoring,
     "hrv": _Reader.hrv_message,
     "record": _Reader.record,
+    "session": _Reader.session,
     "hrv_value": _Reader.hrv_value,
     "hrv_status_summary": _Reader.hrv_status_summary,
     "sleep_level": _Reader.sleep_message,

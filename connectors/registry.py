@@ -83,6 +83,7 @@ class SourceSpec:
 _GOOGLE_TOKEN = "google_calendar:token"
 _FIT = frozenset(
     {"steps", "heart_rate", "hrv_rmssd", "sleep", "stress", "respiratory_rate", "resting_hr"}
+    | {"workout", "workout_energy", "workout_distance"}  # an activity file's session
 )
 _APPLE_PUSH = frozenset(
     {"heart_rate", "resting_hr", "hrv_sdnn", "steps", "respiratory_rate", "active_energy"}

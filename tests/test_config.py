@@ -112,3 +112,30 @@ def test_starter_config_is_private_and_not_overwritten(tmp_path):
 def test_state_directory_is_the_default_data_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path / "state"))
     assert Settings().data_path == tmp_path / "state"
+
+
+def test_tz_naming_the_localtime_file_follows_its_link(monkeypatch, tmp_path):
+    # TZ=":/etc/localtime" (Debian's and Docker's habit): the file's link names the zone.
+    link = tmp_path / "localtime"
+    link.symlink_to("/usr/share/zoneinfo/Europe/Berlin")
+    monkeypatch.setenv("TZ", f":{link}")
+    assert str(Settings().tz) == "Europe/Berlin"
+    monkeypatch.setenv("TZ", ":/etc/localtime")
+    assert Settings().tz is not None  # whatever this machine's zone: no error
+
+
+def test_posix_tz_string_is_one_line_telling_to_set_timezone(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from bridge.cli.main import app
+
+    monkeypatch.setenv("TZ", "CET-1CEST,M3.5.0,M10.5.0/3")
+    with pytest.raises(ConfigError, match="set timezone in the config"):
+        _ = Settings().tz
+    result = CliRunner().invoke(app, ["status"])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert result.output.strip().startswith("error: TZ='CET-1CEST")
+    assert len(result.output.strip().splitlines()) == 1
+    # A zone set in the config wins over any TZ.
+    assert str(Settings(timezone="Europe/Berlin").tz) == "Europe/Berlin"

@@ -58,3 +58,24 @@ def test_the_editable_install_prints_no_build_warnings(tmp_path):
     output = done.stdout + done.stderr
     assert "Warning" not in output and "!!" not in output, output
     assert list(tmp_path.glob("rhythm_bridge-*.whl"))
+
+
+def test_make_demo_installs_the_runtime_alone_and_make_test_the_test_extra(tmp_path):
+    # The quickstart's `make demo` must not pull pytest, ruff, mkdocs, playwright, ...
+    def planned(target: str) -> str:
+        return subprocess.run(
+            ["make", "-n", "-C", str(ROOT), f"VENV={tmp_path / 'venv'}", target],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    demo = planned("demo")
+    assert "pip install --quiet -e ." in demo and "[test]" not in demo, demo
+    assert "rhythm-bridge demo" in demo
+    test = planned("test")
+    assert '-e ".[test]"' in test and "pytest" in test, test
+    readme = (ROOT / "README.md").read_text()
+    quickstart = readme.split("## Quickstart", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    commands = [line.split("#")[0].strip() for line in quickstart.strip().splitlines()]
+    assert commands == ["make demo", "make test"]

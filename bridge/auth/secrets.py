@@ -5,7 +5,7 @@ server has none, so `keyring` would fail: there `EncryptedFileKeyring` takes ove
 keyring backend that keeps every secret in one file (mode 0600) encrypted with a key the
 person provides out of band:
 
-    1. systemd: `LoadCredential=keyring-key:/etc/rhythm-bridge/keyring-key` in the unit
+    1. systemd: `LoadCredential=keyring-key:/etc/rhythm-bridge/keyring.key` in the unit
        (the key is then read from `$CREDENTIALS_DIRECTORY/keyring-key`), or
     2. the environment variable `RHYTHM_BRIDGE_KEYRING_KEY`.
 
@@ -91,9 +91,11 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
         material = self._key or _key_material()
         if not material:
             raise ConfigError(
-                f"no key for the encrypted keyring {self.path}: set {KEY_ENV} or, under "
-                f"systemd, LoadCredential={CREDENTIAL_NAME}:/path/to/key "
-                "(create one with `openssl rand -base64 32`)"
+                f"no key for the encrypted keyring {self.path} (no desktop keyring here): "
+                f"set {KEY_ENV} to a key of your own, the same every time (make one with "
+                "`openssl rand -base64 32` and keep it, e.g. in your shell profile); as a "
+                "service the unit's "
+                f"LoadCredential={CREDENTIAL_NAME}:/etc/rhythm-bridge/keyring.key gives it"
             )
         return material
 

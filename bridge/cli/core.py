@@ -26,14 +26,56 @@ if TYPE_CHECKING:
     from bridge.store import Store
 
 
+# The order `--help` lists the commands in: as a person meets them (set up, try, run,
+# look, bring data in, answer), then the tokens, the operator's tools, and the trainers
+# last. tests/cli/test_first_hour.py fails when a command is missing here.
+COMMAND_ORDER = (
+    "init",
+    "demo",
+    "run",
+    "status",
+    "import",
+    "sync",
+    "auth",
+    "meters",
+    "recommend",
+    "feedback",
+    "classify",
+    "export",
+    "serve",
+    "web-token",
+    "calendar-feed",
+    "notify-token",
+    "mqtt-password",
+    "push-token",
+    "backup",
+    "install-service",
+    "train-classifier",
+    "train-model",
+    "eval",
+)
+
+
 class _Group(TyperGroup):
     """Turns library errors into one line on stderr and exit code 2, in one place."""
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        # Any command not in COMMAND_ORDER comes before the trainers, in registration order.
+        rank = {name: i for i, name in enumerate(COMMAND_ORDER)}
+        unknown = COMMAND_ORDER.index("train-classifier") - 0.5
+        return sorted(super().list_commands(ctx), key=lambda name: rank.get(name, unknown))
 
     def invoke(self, ctx: _click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except BridgeError as err:
             typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(2) from None
+        except OSError as err:
+            # A path the person gave that cannot be written or read (a file where a folder
+            # should be, no permission, a full disk): one line too, not a traceback.
+            where = f"{err.filename}: " if err.filename else ""
+            typer.echo(f"error: {where}{err.strerror or err}", err=True)
             raise typer.Exit(2) from None
         finally:
             # Each invocation owns its store: close its connections when the command ends
@@ -126,6 +168,19 @@ def current_store() -> Store:
         make_private(settings.data_path)  # an install from an older release: once
         state["store"] = Store(settings.database_url)
     return state["store"]
+
+
+def file_in(path: Path, default_name: str) -> Path:
+    """`path`, or `path/default_name` when `path` is an existing folder (`backup ~/backups`)."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        return path / default_name
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise BridgeError(f"{path}: {parent} is a file, not a folder")
+            break
+    return path
 
 
 def print_json(doc: Any) -> None:

@@ -11,15 +11,42 @@ from typing import Annotated
 
 import typer
 
-from bridge.cli.core import app, current_store
+from bridge.cli.core import app, current_store, file_in
 from bridge.errors import BridgeError
 
 UNIT_PATH = Path("/etc/systemd/system/rhythm-bridge.service")
+# The one set of service paths: the unit, the steps below, the README, docs/guides/service.md,
+# the example config and bridge/auth/secrets.py name these (tests/cli/test_first_hour.py).
+CONFIG_DIR = "/etc/rhythm-bridge"
+CONFIG_FILE = f"{CONFIG_DIR}/config.toml"
+KEY_FILE = f"{CONFIG_DIR}/keyring.key"
+DATA_DIR = "/var/lib/rhythm-bridge"
 
 
 def render_unit(exec_start: str, user: str) -> str:
     template = files("bridge.daemon").joinpath("rhythm-bridge.service").read_text()
-    return template.format(exec_start=exec_start, user=user)
+    return template.format(
+        exec_start=exec_start, user=user, config_file=CONFIG_FILE, key_file=KEY_FILE
+    )
+
+
+def service_steps(exe: str, user: str) -> list[str]:
+    """What to run after the unit is written, in order, as `install-service` prints it.
+
+    The daemon runs as `user` and reads its config itself, so the folder and the config
+    are the group's to read (root owns them: the daemon cannot change its own config).
+    The key stays root's alone: systemd reads it and hands it over as a credential.
+    """
+    return [
+        f"sudo useradd --system --home-dir {DATA_DIR} --shell /usr/sbin/nologin {user}",
+        f"sudo {exe} --config {CONFIG_FILE} init",
+        f"sudo install -d -m 0750 -o root -g {user} {CONFIG_DIR}",
+        f"sudo chgrp {user} {CONFIG_FILE} && sudo chmod 0640 {CONFIG_FILE}",
+        f"sudoedit {CONFIG_FILE}",
+        f"sudo sh -c 'umask 077; head -c 32 /dev/urandom | base64 > {KEY_FILE}'",
+        "sudo systemctl daemon-reload && sudo systemctl enable --now rhythm-bridge",
+        "journalctl -u rhythm-bridge -f",
+    ]
 
 
 @app.command("install-service")
@@ -30,7 +57,11 @@ def install_service(
     path: Annotated[Path, typer.Option(help="Where to write the unit.")] = UNIT_PATH,
     print_only: Annotated[bool, typer.Option("--print", help="Print the unit instead.")] = False,
 ) -> None:
-    """Write the systemd unit (Type=notify, watchdog, hardening) and say what to run next."""
+    """Write the systemd unit (Type=notify, watchdog, hardening) and say what to run next.
+
+    The unit runs the rhythm-bridge this command is (install it for real first: a venv
+    under /opt, see docs/guides/service.md), with its config in /etc/rhythm-bridge.
+    """
     exe = shutil.which("rhythm-bridge") or str(Path(sys.argv[0]).resolve())
     unit = render_unit(exe, user)
     if print_only:
@@ -42,24 +73,47 @@ def install_service(
         os.chmod(path, 0o644)
     except PermissionError:
         raise BridgeError(f"{path}: permission denied; run with sudo, or use --print") from None
+    steps = "\n".join(f"  {step}" for step in service_steps(exe, user))
     typer.echo(
-        f"wrote {path}\nnext:\n"
-        f"  sudo useradd --system --home-dir /var/lib/rhythm-bridge "
-        f"--shell /usr/sbin/nologin {user}\n"
-        "  sudo install -d -m 0700 /etc/rhythm-bridge && sudo cp config.toml /etc/rhythm-bridge/\n"
-        "  sudo sh -c 'head -c 32 /dev/urandom | base64 > /etc/rhythm-bridge/keyring.key'\n"
-        "  sudo chmod 0600 /etc/rhythm-bridge/keyring.key\n"
-        "  sudo systemctl daemon-reload && sudo systemctl enable --now rhythm-bridge\n"
-        "  journalctl -u rhythm-bridge -f"
+        f"wrote {path} (it runs {exe} run as {user})\nnext:\n{steps}\n"
+        f"keep a copy of {KEY_FILE}: without it the stored tokens cannot be read"
     )
+    if _from_a_checkout(exe):
+        typer.echo(
+            f"note: {exe} looks like a checkout's or a home folder's; the service user may "
+            "not reach it, and a `git pull` changes the running service. Install it for "
+            "real (a venv under /opt: docs/guides/service.md) and run install-service again",
+            err=True,
+        )
+
+
+def _from_a_checkout(exe: str) -> bool:
+    parts = Path(exe).parts
+    return ".venv" in parts or parts[1:2] in (("home",), ("root",))
 
 
 @app.command()
 def backup(
-    file: Annotated[Path, typer.Argument(help="Where to write the backup.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="Where to write the backup: a file, or a folder (then "
+            "rhythm-bridge-YYYYMMDD-HHMMSS.db in it; .dump on PostgreSQL)."
+        ),
+    ],
 ) -> None:
     """Write a consistent backup of the store, safe while the daemon runs."""
+    from datetime import datetime
+
     from bridge.out.backup import backup as make_backup
 
-    path = make_backup(current_store(), file)
+    store = current_store()
+    suffix = ".db" if store.is_sqlite else ".dump"
+    name = f"rhythm-bridge-{datetime.now():%Y%m%d-%H%M%S}{suffix}"
+    dest = file_in(file, name)
+    try:
+        path = make_backup(store, dest)
+    except OSError as err:
+        reason = err.strerror or err
+        raise BridgeError(f"{dest}: cannot write the backup there ({reason})") from None
     typer.echo(f"wrote {path} ({path.stat().st_size} bytes)")

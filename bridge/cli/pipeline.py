@@ -19,12 +19,14 @@ from bridge.cli.core import (
     current_settings,
     current_store,
     date_arg,
+    file_in,
     fmt,
     print_json,
     slot_arg,
     state,
 )
 from bridge.errors import BridgeError
+from bridge.out import SNAPSHOT_SCHEMA_ID
 from connectors.registry import IMPORT_KINDS, SCHEDULED, spelled
 
 if TYPE_CHECKING:
@@ -48,29 +50,47 @@ def init(
     from bridge.config import default_config_path, write_starter_config
 
     path = write_starter_config(state.get("config") or default_config_path(), force=force)
-    typer.echo(f"wrote {path}; edit it, then run `rhythm-bridge run --once`")
+    typer.echo(
+        f"wrote {path}; every source in it is off. Next: import a file "
+        "(rhythm-bridge import apple-health export.zip) or enable a source in it, "
+        "then run `rhythm-bridge run --once`"
+    )
 
 
 @app.command()
 def demo(
     as_json: JsonOpt = False,
-    data_dir: Annotated[
-        Path | None, typer.Option(help="Keep the demo store here (default: a temp dir).")
+    keep: Annotated[
+        Path | None,
+        typer.Option(
+            "--keep",
+            "--data-dir",
+            metavar="DIR",
+            help="Keep the demo's store and snapshot in DIR (default: a temporary folder, "
+            "removed when the demo ends).",
+        ),
     ] = None,
 ) -> None:
     """Run the whole pipeline on bundled sample data: no config, no network."""
     from bridge.cycle.demo import run_demo
 
-    result = run_demo(data_dir)
+    result = run_demo(keep)
+    where = (
+        f"store and snapshot kept in {result.data_dir}"
+        if result.data_dir is not None
+        else "the demo's temporary store was removed (keep it with --keep DIR)"
+    )
     if as_json:
         print_json(result.snapshot)
+        if result.data_dir is not None:
+            typer.echo(where, err=True)  # stdout stays the snapshot document alone
         return
     for summary in result.imports:
         typer.echo(
             f"imported {Path(summary.path).name}: {summary.records} records, {summary.new} new"
         )
     _print_state(result.snapshot)
-    typer.echo(f"\nstore and snapshot kept in {result.data_dir}")
+    typer.echo(f"\n{where}")
 
 
 def _print_state(doc: dict[str, Any]) -> None:
@@ -129,6 +149,12 @@ def run(
             f"{report.slots} slots computed, recommendation {what}; "
             f"snapshot {report.snapshot}"
         )
+        if not report.synced and _empty(current_store()):
+            typer.echo(
+                "no data yet: no source is enabled and nothing was imported, so the meters are "
+                "empty; import a file (rhythm-bridge import KIND PATH) or enable a source in "
+                "the config"
+            )
         from bridge.out.mqtt.link import publish_once
 
         # The cycle is stored either way; an unreachable broker still fails the command.
@@ -148,7 +174,11 @@ def run(
 def import_(
     kind: Annotated[str, typer.Argument(help=spelled(list(IMPORT_KINDS)))],
     path: Annotated[
-        str, typer.Argument(help="The file to import (for ics also an https:// or webcal:// URL).")
+        str,
+        typer.Argument(
+            help="The file to import (apple-health: also the unzipped export folder; "
+            "ics: also an https:// or webcal:// URL)."
+        ),
     ],
     force: Annotated[
         bool, typer.Option("--force", help="Import even if this exact file was imported before.")
@@ -156,21 +186,22 @@ def import_(
 ) -> None:
     """Import Apple Health export.zip/.xml, a Garmin export ZIP, a FIT file, or .ics (file/URL)."""
     from bridge.cli.progress import records_progress
-    from bridge.intake.ingest import import_feed, import_file
+    from bridge.intake.ingest import import_file
     from bridge.intake.sources import read_context
 
     # Not bridge.cycle: it pulls in pandas, which would double the import's memory.
     ctx = read_context(current_settings(), datetime.now(UTC))
     if kind == "ics" and path.lower().startswith(("http://", "https://", "webcal://")):
-        summary = import_feed(current_store(), path, ctx, force=force)
+        summary = _import_url(current_store(), path, ctx, force=force)
     else:
+        file = _import_path(kind, Path(path))
         # The database is opened (and brought to the newest schema) before the bar shows:
         # a Ctrl-C the person gives while watching the bar then lands in the import, which
         # is one transaction, never in a migration.
         store = current_store()
         try:
-            with records_progress(f"importing {Path(path).name}") as progress:
-                summary = import_file(store, kind, Path(path), ctx, force=force, progress=progress)
+            with records_progress(f"importing {file.name}") as progress:
+                summary = import_file(store, kind, file, ctx, force=force, progress=progress)
         except KeyboardInterrupt:
             # The import is one transaction: Ctrl-C rolled all of it back.
             typer.echo("interrupted; nothing from this file was stored", err=True)
@@ -178,6 +209,51 @@ def import_(
     typer.echo(summary.line())
     if summary.new:
         typer.echo("the next cycle computes the meters of every day it brought (run --once)")
+
+
+def _empty(store: Store) -> bool:
+    """Nothing stored to compute meters from: no reading, no event, no task."""
+    from sqlalchemy import select
+
+    from bridge.store.models import CalendarEvent, Reading, Task
+
+    with store.session() as session:
+        return all(
+            session.execute(select(model).limit(1)).first() is None
+            for model in (Reading, CalendarEvent, Task)
+        )
+
+
+def _import_path(kind: str, path: Path) -> Path:
+    """The file to import: an unzipped Apple Health export folder stands for its export.xml."""
+    path = path.expanduser()
+    if not path.is_dir():
+        return path
+    if kind != "apple-health":
+        raise BridgeError(f"{path}: a folder; give the {kind} file itself")
+    # Apple's ZIP unzips to apple_health_export/export.xml (beside export_cda.xml and routes).
+    for candidate in (path / "export.xml", path / "apple_health_export" / "export.xml"):
+        if candidate.is_file():
+            return candidate
+    raise BridgeError(
+        f"{path}: a folder without export.xml; give the export.zip, its export.xml, "
+        "or the unzipped apple_health_export folder"
+    )
+
+
+def _import_url(store: Store, url: str, ctx: Any, *, force: bool) -> Any:
+    """A one-shot feed import: a network failure says what happened and what to do."""
+    from bridge.errors import Transient
+    from bridge.intake.ingest import import_feed
+
+    try:
+        return import_feed(store, url, ctx, force=force)
+    except Transient as err:
+        what = str(err).removesuffix("; will retry")
+        raise BridgeError(
+            f"{what}; nothing was imported. Check the link and the network and run the "
+            "command again, or add the link to [sources.ics] urls so the daemon retries it"
+        ) from None
 
 
 @app.command()
@@ -522,9 +598,16 @@ def feedback(
             )
 
 
-@app.command()
+@app.command(help=f"Export the meter snapshot document (schema {SNAPSHOT_SCHEMA_ID}).")
 def export(
-    out: Annotated[Path | None, typer.Option("--out", help="Write here (default: stdout).")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Write here: a file, or a folder (then snapshot-YYYYMMDD-HHMMSS.json in it); "
+            "default: stdout.",
+        ),
+    ] = None,
     since: Annotated[
         str | None,
         typer.Option(help="First local date YYYY-MM-DD (default: the last [export] days)."),
@@ -537,10 +620,10 @@ def export(
         ),
     ] = None,
 ) -> None:
-    """Export the meter snapshot document (schema rhythm-bridge/snapshot@1)."""
     if training_data is not None:
         from bridge.learning.training_data import write_training_data
 
+        training_data = file_in(training_data, "training-data.jsonl")
         count = write_training_data(current_store(), current_settings(), training_data)
         typer.echo(f"wrote {count} examples to {training_data}")
         return
@@ -551,7 +634,8 @@ def export(
     if out is None:
         print_json(doc)
     else:
-        typer.echo(f"wrote {write_snapshot(doc, out)}")
+        name = f"snapshot-{datetime.now():%Y%m%d-%H%M%S}.json"
+        typer.echo(f"wrote {write_snapshot(doc, file_in(out, name))}")
 
 
 @app.command()

@@ -73,3 +73,27 @@ def calendar_feed(
         host = settings.web.host
         base = f"http://{f'[{host}]' if ':' in host else host}:{settings.web.port}"
     typer.echo(f"{base}/calendar/{token}.ics")
+    note = _unreachable(base)
+    if note:
+        typer.echo(note, err=True)
+
+
+def _unreachable(base: str) -> str | None:
+    """A word when the link's host is this machine alone: no calendar service can reach it."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = urlsplit(base).hostname or ""
+    try:
+        addr = ipaddress.ip_address(host)
+        local = addr.is_loopback or addr.is_unspecified
+    except ValueError:
+        local = host == "localhost" or host.endswith(".localhost")
+    if not local:
+        return None
+    return (
+        f"note: {host} is this machine only; a calendar service (Google, Apple, Outlook) "
+        "cannot reach this link. Set [notify] callback_url to an address it can reach "
+        "(e.g. https://bridge.example.org through a reverse proxy) and serve the page "
+        "([web] enabled = true)"
+    )

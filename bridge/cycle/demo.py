@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.resources import as_file, files
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from bridge.store import Store
 class DemoResult:
     snapshot: dict[str, Any]
     imports: list[ImportSummary]
-    data_dir: Path
+    data_dir: Path | None  # None: the store was in a temporary folder, now removed
 
 
 def demo_settings(data_dir: Path) -> Settings:
@@ -35,9 +35,18 @@ def demo_settings(data_dir: Path) -> Settings:
 
 
 def run_demo(data_dir: Path | None = None) -> DemoResult:
-    """Import the sample export, calendar and to-dos into a fresh store and run one cycle."""
+    """Import the sample export, calendar and to-dos into a fresh store and run one cycle.
+
+    The store is kept in `data_dir`; without one it lives in a temporary folder that is
+    removed before this returns (a demo run leaves nothing behind).
+    """
     if data_dir is None:
-        data_dir = Path(tempfile.mkdtemp(prefix="rhythm-bridge-demo-"))
+        with tempfile.TemporaryDirectory(prefix="rhythm-bridge-demo-") as tmp:
+            return replace(_run_demo(Path(tmp)), data_dir=None)
+    return _run_demo(Path(data_dir).expanduser())
+
+
+def _run_demo(data_dir: Path) -> DemoResult:
     settings = demo_settings(data_dir)
     store = Store(settings.database_url)
     try:

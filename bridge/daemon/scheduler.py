@@ -232,7 +232,12 @@ def _run_daemon(settings: Settings, store: Store) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    log.info("daemon started: a cycle every %d minutes", settings.schedule.cycle_minutes)
+    log.info(
+        "daemon started: a cycle every %d minutes, the first now (%s), in the zone %s",
+        settings.schedule.cycle_minutes,
+        datetime.now(settings.tz).strftime("%Y-%m-%d %H:%M %Z"),
+        settings.tz,
+    )
     sd_notify("READY=1\nSTATUS=scheduling cycles")
     try:
         scheduler.start()

@@ -19,6 +19,7 @@ from sqlmodel import col
 
 from bridge.config import Settings
 from bridge.files import private_dir
+from bridge.out import SNAPSHOT_SCHEMA_ID
 from bridge.store import Store
 from bridge.store.models import (
     CalendarEvent,
@@ -34,7 +35,7 @@ from mappings.slots import SLOT_NAMES, SlotKey, day_bounds
 # 1.1 added the recommendation's "window" and "window_reason" (additive: a reader of 1
 # keeps working when it ignores unknown fields). 1.2 added "no_window": set (and
 # "recommendation" null) when the calendar leaves no window in the whole look-ahead.
-SCHEMA_ID = "rhythm-bridge/snapshot@1.2"
+SCHEMA_ID = SNAPSHOT_SCHEMA_ID
 NO_WINDOW_META = "no_window"
 
 

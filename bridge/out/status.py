@@ -20,8 +20,8 @@ from bridge.intake.sources import SCHEDULED, get_state, next_due
 from bridge.out.snapshot import iso
 from bridge.store import Store
 from bridge.store.db import schema_version
-from bridge.store.models import CalendarEvent, Reading, Task
-from connectors.registry import auth_command
+from bridge.store.models import CalendarEvent, ImportedFile, Reading, Task
+from connectors.registry import IMPORT_KINDS, auth_command
 from mappings.vocabulary import bundled_weights, meters_fed
 
 # Which meters each stored metric feeds, for the freshness report: the inputs of the
@@ -133,8 +133,8 @@ def push_devices(settings: Settings, store: Store) -> list[dict[str, Any]]:
     ]
 
 
-def collect_status(settings: Settings, store: Store, now: datetime | None = None) -> dict[str, Any]:
-    now = now or datetime.now(UTC)
+def _counts(store: Store) -> tuple[dict[str, int], dict[str, datetime]]:
+    """Records per stored source name, and the last file import of each (`import`, watch)."""
     with store.session() as session:
         readings = dict(
             session.execute(
@@ -146,26 +146,77 @@ def collect_status(settings: Settings, store: Store, now: datetime | None = None
                 select(col(CalendarEvent.source), func.count()).group_by(col(CalendarEvent.source))
             ).all()
         )
+        by_kind = session.execute(
+            select(col(ImportedFile.kind), func.max(col(ImportedFile.imported_at))).group_by(
+                col(ImportedFile.kind)
+            )
+        ).all()
+    records = {name: readings.get(name, 0) + events.get(name, 0) for name in {*readings, *events}}
+    imported: dict[str, datetime] = {}
+    for kind, at in by_kind:
+        spec = IMPORT_KINDS.get(kind)
+        if spec is not None and at is not None:
+            at = at if at.tzinfo else at.replace(tzinfo=UTC)
+            imported[spec.source] = max(at, imported.get(spec.source, at))
+    return records, imported
+
+
+def _latest(*instants: datetime | None) -> datetime | None:
+    known = [t if t.tzinfo else t.replace(tzinfo=UTC) for t in instants if t is not None]
+    return max(known) if known else None
+
+
+def source_rows(settings: Settings, store: Store) -> list[dict[str, Any]]:
+    """One row per scheduled source, then one per file source stored under its own name
+    (FIT files, Garmin exports) once it holds data. A file import counts as a success."""
+    records, imported = _counts(store)
     sources = []
     for name in SCHEDULED:
         cfg = getattr(settings.sources, name)
         state = get_state(store, name)
         due = next_due(store, settings, name) if cfg.enabled else None
+        status = state.status if state else ("imported" if name in imported else "never")
         sources.append(
             {
                 "source": name,
                 "enabled": cfg.enabled,
-                "status": state.status if state else "never",
-                "last_success": iso(state.last_success_at) if state else None,
+                "status": status,
+                "last_success": iso(
+                    _latest(state.last_success_at if state else None, imported.get(name))
+                ),
+                "last_import": iso(imported.get(name)),
                 "last_error": state.last_error if state else None,
                 "last_error_at": iso(state.last_error_at) if state else None,
-                "records": readings.get(name, 0) + events.get(name, 0),
+                "records": records.get(name, 0),
                 "next_run": iso(due) if due else ("next cycle" if cfg.enabled else None),
                 "action_needed": auth_command(name)
                 if state and state.status in ("reauth_required", "not_connected")
                 else None,
             }
         )
+    for source in dict.fromkeys(spec.source for spec in IMPORT_KINDS.values()):
+        if source in SCHEDULED or not (records.get(source) or source in imported):
+            continue
+        sources.append(
+            {
+                "source": source,
+                "enabled": False,  # files only: nothing to schedule
+                "status": "imported",
+                "last_success": iso(imported.get(source)),
+                "last_import": iso(imported.get(source)),
+                "last_error": None,
+                "last_error_at": None,
+                "records": records.get(source, 0),
+                "next_run": None,
+                "action_needed": None,
+            }
+        )
+    return sources
+
+
+def collect_status(settings: Settings, store: Store, now: datetime | None = None) -> dict[str, Any]:
+    now = now or datetime.now(UTC)
+    sources = source_rows(settings, store)
     last_cycle = store.get_meta("last_cycle_at")
     next_cycle = None
     running = daemon_running(settings.data_path)
@@ -237,6 +288,11 @@ def table(rows: list[list[str]], indent: str = "  ") -> list[str]:
     ]
 
 
+def _off_state(row: dict[str, Any]) -> str:
+    """A source that is not pulled on a schedule: its files imported, or off altogether."""
+    return "imported" if row.get("last_import") else "disabled"
+
+
 def status_lines(doc: dict[str, Any], now: datetime, tz: tzinfo) -> list[str]:
     """`rhythm-bridge status` as text, in the configured zone."""
     lines = [
@@ -260,7 +316,7 @@ def status_lines(doc: dict[str, Any], now: datetime, tz: tzinfo) -> list[str]:
         rows.append(
             [
                 s["source"],
-                s["status"] if s["enabled"] else "disabled",
+                s["status"] if s["enabled"] else _off_state(s),
                 f"{s['records']:,}",
                 when(s["last_success"], now, tz) if s["last_success"] else "—",
             ]

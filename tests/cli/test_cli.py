@@ -47,7 +47,7 @@ def test_help_lists_every_command(cli):
 def test_demo_json_validates_against_the_schema(cli, tmp_path):
     result = invoke(cli, "demo", "--json", "--data-dir", tmp_path / "demo")
     assert result.exit_code == 0, result.output
-    doc = json.loads(result.output)
+    doc = json.loads(result.stdout)
     validate_snapshot(doc)
     assert doc["recommendation"]["action"] in ACTIONS
     for m in ("vitality", "cognition", "progress", "serenity", "connection"):

@@ -53,6 +53,39 @@ def test_activity_hrv_messages_become_rmssd(ctx):
     assert hrv.start.utcoffset() == timedelta(hours=-7)
 
 
+def test_a_run_keeps_its_heart_rate_samples_and_the_workout(ctx):
+    # A 57-second run on a Fenix 5: 21 `record` messages with heart rate, one `session`.
+    records = list(fit.read(FIT / "garmin-fenix-5-run.fit", ctx))
+    counts = Counter(r.metric for r in records)
+    assert counts == {
+        "heart_rate": 21,
+        "hrv_rmssd": 1,
+        "workout": 1,
+        "workout_energy": 1,
+        "workout_distance": 1,
+    }
+    beats = [r.value for r in records if r.metric == "heart_rate"]
+    assert min(beats) >= 40 and max(beats) == 112  # the session says max_heart_rate 112
+    (run,) = [r for r in records if r.metric == "workout"]
+    assert run.label == "running" and run.unit == "min"
+    assert run.value == pytest.approx(56.887 / 60)
+    assert run.start == datetime(2017, 6, 11, 14, 34, 9, tzinfo=UTC)
+    assert (run.end - run.start).total_seconds() == pytest.approx(56.887)
+    (km,) = [r for r in records if r.metric == "workout_distance"]
+    (kcal,) = [r for r in records if r.metric == "workout_energy"]
+    assert km.value == pytest.approx(0.15756, abs=1e-4) and kcal.value == 5
+
+
+def test_importing_a_run_counts_every_record_it_stores(store, ctx):
+    summary = import_file(store, "fit", FIT / "garmin-fenix-5-run.fit", ctx)
+    assert summary.records == summary.new == 25
+    from sqlmodel import select
+
+    with store.session() as session:
+        stored = session.exec(select(Reading).where(Reading.source == "fit")).all()
+    assert len(stored) == 25
+
+
 def test_sleep_levels_stress_hrv_status_and_respiration(ctx, tmp_path):
     levels = ["light", "deep", "rem", "awake", "unmeasurable"]
     path = _write(

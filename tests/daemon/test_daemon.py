@@ -42,6 +42,10 @@ def test_the_daemon_runs_a_cycle_and_stops_cleanly_on_sigterm(tmp_path):
     assert proc.returncode == 0, output
     assert "stopping after the current cycle" in output and "daemon stopped" in output
     validate_snapshot(json.loads(snapshot.read_text()))
+    # One line of ours at the start, in the person's zone; none of APScheduler's INFO
+    # lines (nine at start, in UTC, and two per cycle).
+    assert "in the zone Europe/Berlin" in output
+    assert "apscheduler" not in output, output
 
 
 def test_the_daemon_talks_to_systemd(tmp_path):

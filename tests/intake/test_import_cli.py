@@ -60,3 +60,30 @@ def test_the_bar_only_appears_on_a_terminal(monkeypatch):
     with records_progress("importing") as progress:
         assert progress is not None
         progress(5000)
+
+
+def test_import_apple_health_accepts_the_unzipped_export_folder(tmp_path):
+    import zipfile
+
+    # Apple's ZIP unzips to apple_health_export/export.xml; either folder is accepted.
+    with zipfile.ZipFile(SAMPLE / "apple_health_export.zip") as zf:
+        zf.extractall(tmp_path / "unzipped")
+    result = _run(tmp_path, "apple-health", tmp_path / "unzipped")
+    assert result.exit_code == 0, result.output
+    assert "no such file" not in result.output and " new" in result.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = _run(tmp_path, "apple-health", empty)
+    assert result.exit_code == 2
+    assert "a folder without export.xml" in result.output
+
+
+@respx.mock
+def test_import_ics_url_that_cannot_connect_says_what_to_do(tmp_path):
+    url = "https://example.org/private/feed.ics"
+    respx.get(url).mock(side_effect=httpx.ConnectError("refused"))
+    result = _run(tmp_path, "ics", url)
+    assert result.exit_code == 2
+    assert "will retry" not in result.output  # a one-shot import retries nothing
+    assert "nothing was imported" in result.output and "run the command again" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1

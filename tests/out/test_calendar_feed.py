@@ -143,13 +143,33 @@ def test_the_cli_prints_rotates_and_revokes_the_feed_link(tmp_path, memory_keyri
     cli = CliRunner()
     first = cli.invoke(app, ["calendar-feed"])
     assert first.exit_code == 0, first.output
-    link = first.output.strip()
+    link = first.stdout.strip()
     assert link.startswith("http://127.0.0.1:8765/calendar/") and link.endswith(".ics")
-    assert cli.invoke(app, ["calendar-feed"]).output.strip() == link
-    rotated = cli.invoke(app, ["calendar-feed", "--rotate"]).output.strip()
+    assert cli.invoke(app, ["calendar-feed"]).stdout.strip() == link
+    rotated = cli.invoke(app, ["calendar-feed", "--rotate"]).stdout.strip()
     assert rotated != link and len(rotated.rsplit("/", 1)[1]) >= 40
     revoked = cli.invoke(app, ["calendar-feed", "--revoke"])
     assert revoked.exit_code == 0 and "404" in revoked.output
+
+
+def test_a_loopback_feed_link_says_no_calendar_service_can_reach_it(
+    tmp_path, memory_keyring, monkeypatch
+):
+    cfg = write_config(tmp_path / "config.toml", tmp_path / "data")
+    monkeypatch.setenv("RHYTHM_BRIDGE_CONFIG", str(cfg))
+    result = CliRunner().invoke(app, ["calendar-feed"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("http://127.0.0.1:8765/calendar/")
+    assert "cannot reach this link" in result.stderr and "callback_url" in result.stderr
+    reachable = write_config(
+        tmp_path / "public.toml",
+        tmp_path / "data",
+        notify='[notify]\ncallback_url = "https://bridge.example.org"',
+    )
+    monkeypatch.setenv("RHYTHM_BRIDGE_CONFIG", str(reachable))
+    result = CliRunner().invoke(app, ["calendar-feed"])
+    assert result.stdout.startswith("https://bridge.example.org/calendar/")
+    assert result.stderr == ""
 
 
 def test_the_api_and_the_page_show_the_proposed_window(week, settings):

@@ -12,6 +12,7 @@ import pytest
 from bridge.errors import BridgeError
 from bridge.intake.ingest import import_file
 from bridge.out.status import collect_status, daemon_lock, daemon_running, status_lines
+from bridge.store.models import Reading
 from tests.conftest import SAMPLE
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
@@ -80,3 +81,28 @@ def test_push_devices_get_their_own_aligned_rows(doc):
     assert lines[at + 2].split()[:4] == ["iphone", "ok", "2026-11-24", "10:00"]
     assert "(3 h ago)" in lines[at + 2] and "1,200 (56,000 in all)" in lines[at + 2]
     assert lines[at + 3].strip() == "last error (2026-11-22 13:00 (2 days ago)): HTTP 413"
+
+
+def test_imported_files_count_as_the_sources_last_success_and_fit_has_its_own_row(
+    store, settings, ctx
+):
+    from tests.shared import shared_path
+
+    # Nothing enabled (the starter config): the person imports files by hand.
+    settings.sources.apple_health.enabled = False
+    import_file(store, "apple-health", SAMPLE / "apple_health_export.zip", ctx)
+    import_file(store, "fit", shared_path("garmin", "fit", "garmin-fenix-5-run.fit"), ctx)
+    doc = collect_status(settings, store, now=NOW)
+    rows = {s["source"]: s for s in doc["sources"]}
+    apple = rows["apple_health"]
+    assert apple["status"] == "imported" and apple["last_success"] and apple["last_import"]
+    assert rows["fit"]["records"] == 25 and rows["fit"]["last_success"]
+    assert sum(s["records"] for s in doc["sources"]) == store.count(Reading)
+    text = status_lines(doc, NOW, BERLIN)
+    (apple_line,) = [line for line in text if line.startswith("  apple_health")]
+    assert "imported" in apple_line and "disabled" not in apple_line and "—" not in apple_line
+    (fit_line,) = [line for line in text if line.startswith("  fit ")]
+    assert "imported" in fit_line and " 25 " in fit_line
+    # A source never used stays as it was.
+    (whoop_line,) = [line for line in text if line.startswith("  whoop")]
+    assert "disabled" in whoop_line
