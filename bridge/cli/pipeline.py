@@ -455,7 +455,13 @@ def recommend(
         return
     from bridge.cycle.recommend import NoWindow
     from bridge.cycle.recommend import recommend as make
-    from bridge.out.snapshot import answer_of, no_window_document, recommendation_document
+    from bridge.out.snapshot import (
+        answer_of,
+        no_window_document,
+        rationale_now,
+        recommendation_document,
+        rescheduled_to,
+    )
 
     settings = current_settings()
     store = current_store()
@@ -484,14 +490,26 @@ def recommend(
             )
         return
     # The slot's recommendation may already be answered: show the answer, as the page does.
-    doc = recommendation_document(rec, answer_of(store, rec.id), settings.tz)
+    fb = answer_of(store, rec.id)
+    doc = recommendation_document(rec, fb, settings.tz)
     if as_json:
         print_json(doc)
-    else:
+        return
+    typer.echo(
+        f"#{doc['id']} {doc['date']} {doc['slot_name']}{window_text(doc)}: "
+        f"{doc['action']} — {rationale_now(store, doc['rationale'])}"
+    )
+    if fb is not None:
+        typer.echo(f"answered: {fb.response} ({fb.channel})")
+    moved = rescheduled_to(store, rec.id) if fb is not None else None
+    if moved is not None:
+        nxt = recommendation_document(moved, answer_of(store, moved.id), settings.tz)
         typer.echo(
-            f"#{doc['id']} {doc['date']} {doc['slot_name']}{window_text(doc)}: "
-            f"{doc['action']} — {doc['rationale']}"
+            f"rescheduled to: #{nxt['id']} {nxt['date']} {nxt['slot_name']}{window_text(nxt)}: "
+            f"{nxt['action']}" + (f" (answered: {nxt['response']})" if nxt["response"] else "")
         )
+    elif fb is not None and fb.response == "rescheduled":
+        typer.echo("rescheduled to: no free window for it today or tomorrow")
 
 
 @app.command()

@@ -36,7 +36,7 @@ from bridge.store import Store
 from bridge.web import access, push, views
 from bridge.web.charts import sparkline
 from bridge.web.limits import BodyLimit
-from mappings.actions import METERS
+from mappings.actions import METERS, action_name
 
 # Below this confidence a meter is drawn faded and hatched (page) or dashed (history).
 WEAK_CONFIDENCE = 0.5
@@ -164,6 +164,7 @@ def _localwhen(value: str | None, tz: Any) -> str:
 
 templates.env.filters["localtime"] = _localtime
 templates.env.filters["localwhen"] = _localwhen
+templates.env.filters["action_name"] = action_name
 
 
 def _state(request: Request) -> WebState:

@@ -58,7 +58,7 @@ def test_the_page_shows_meters_trends_recommendation_events_history_and_sources(
     # version 4; the other tests read it from the store, so a new model changes only this
     # line), rationale and belief are shown.
     assert stored.action == "ADMIN_WORK"
-    assert '<p class="action" data-testid="rec-action">Admin Work</p>' in html
+    assert '<p class="action" data-testid="rec-action">Admin work</p>' in html
     assert escape(stored.rationale) in html
     assert stored.belief != "null" and "unknown (this runner keeps no belief)" not in html
     assert "Gym - 7am" in html and "Team standup" in html
@@ -145,6 +145,29 @@ def test_the_buttons_work_without_javascript(demo, memory_keyring):
     assert "Recorded: rescheduled." in page
     assert twice.headers["location"].startswith("/?done=already")
     assert [f.response for f in feedback_rows(store)] == ["rescheduled"]
+
+
+def test_the_card_shows_its_answer_and_the_rescheduled_window(demo, memory_keyring):
+    """Issue 41 item 5: answered elsewhere (the CLI), the card says so, shows the window the
+    Reschedule proposed, and no longer says "no answers yet"."""
+    from bridge.cycle.answer import answer
+
+    settings, store = demo
+    rid = rec_id(store)
+    with client(settings, store) as c:
+        before = c.get("/").text
+        assert "no answers yet" in before and "Rescheduled to" not in before
+        _, _, proposal = answer(store, settings, rid, "reschedule", DEMO_NOW, channel="cli")
+        assert proposal is not None
+        page = c.get("/").text
+        api = c.get("/api/recommendation").json()["recommendation"]
+    card = page.split('id="recommendation"')[1].split("</section>")[0]
+    assert "Answered: <strong>rescheduled</strong> via cli" in card
+    assert 'data-testid="rec-rescheduled">Rescheduled to:' in card
+    start = proposal.window_start.astimezone(settings.tz).strftime("%H:%M")
+    assert start in card.split("Rescheduled to:")[1]
+    assert "no answers yet" not in card and "made before your first answer" in card
+    assert api["rescheduled_to"]["id"] == proposal.id
 
 
 @pytest.mark.parametrize("sent", [None, "0" * 64, "not-hex"])
