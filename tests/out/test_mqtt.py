@@ -191,7 +191,7 @@ def page_answer(settings, store):
     from bridge.cycle.answer import answer
 
     return lambda rec_id, response, now, channel: answer(
-        store, settings, rec_id, response, now, channel
+        store, settings, rec_id, response, now, channel=channel
     )
 
 
