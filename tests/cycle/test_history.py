@@ -94,9 +94,7 @@ def test_a_few_stray_old_records_do_not_start_the_history(loaded, settings):
     assert recompute_meters(loaded, settings, DEMO_NOW) == 33 * 4 + 1
     assert stored_range(loaded) == (date(2026, 10, 17), date(2026, 11, 19))
     # Only data before `now` is where the walk back starts.
-    assert first_data_day(loaded, settings, datetime(2026, 10, 1, tzinfo=UTC)) == date(
-        2014, 6, 3
-    )
+    assert first_data_day(loaded, settings, datetime(2026, 10, 1, tzinfo=UTC)) == date(2014, 6, 3)
 
 
 def test_a_gap_shorter_than_the_stray_gap_keeps_the_older_data(loaded, settings):
