@@ -10,6 +10,8 @@ from datetime import date
 
 from markupsafe import Markup, escape
 
+from mappings.actions import action_name
+
 WIDTH, HEIGHT = 900, 150
 LEFT, RIGHT, TOP, BOTTOM = 56, 8, 8, 22
 MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
@@ -262,7 +264,7 @@ def page_charts(doc: dict, weak_below: float) -> dict[str, list[tuple[str, Marku
         if week:
             d = d.fromordinal(d.toordinal() - d.weekday())
         if d in index:
-            text = f"{a['date']} {a['slot_name']}: {a['action']} {a['response']}"
+            text = f"{a['date']} {a['slot_name']}: {action_name(a['action'])} {a['response']}"
             marks.append((index[d], RESPONSE_CLASS.get(a["response"], "exp"), text))
     meters = []
     for m in METERS:

@@ -202,6 +202,8 @@ def test_every_chart_axis_has_its_unit_and_sleep_stages_a_legend(year, memory_ke
     legend = re.search(r'data-testid="sleep-legend">(.*?)</p>', html, re.S).group(1)
     assert 'class="key deep"></span> deep sleep' in legend
     assert 'class="key rem"></span> REM sleep' in legend
+    # The answers on the timeline name the action as a person would.
+    assert ": Deep work accepted" in html and "DEEP_WORK" not in html
 
 
 def test_the_default_range_starts_where_the_data_is_dense(store, settings, ctx, memory_keyring):
