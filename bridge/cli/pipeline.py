@@ -489,11 +489,14 @@ def recommend(
                 else "next free window: none in the calendar for the next days"
             )
         return
-    # The slot's recommendation may already be answered: show the answer, as the page does.
+    # The slot's recommendation may already be answered: show the answer, as the page does,
+    # and the window a Reschedule proposed.
     fb = answer_of(store, rec.id)
     doc = recommendation_document(rec, fb, settings.tz)
+    moved = rescheduled_to(store, rec.id) if fb is not None else None
+    nxt = recommendation_document(moved, answer_of(store, moved.id), settings.tz) if moved else None
     if as_json:
-        print_json(doc)
+        print_json({**doc, "rescheduled_to": nxt})
         return
     typer.echo(
         f"#{doc['id']} {doc['date']} {doc['slot_name']}{window_text(doc)}: "
@@ -501,9 +504,7 @@ def recommend(
     )
     if fb is not None:
         typer.echo(f"answered: {fb.response} ({fb.channel})")
-    moved = rescheduled_to(store, rec.id) if fb is not None else None
-    if moved is not None:
-        nxt = recommendation_document(moved, answer_of(store, moved.id), settings.tz)
+    if nxt is not None:
         typer.echo(
             f"rescheduled to: #{nxt['id']} {nxt['date']} {nxt['slot_name']}{window_text(nxt)}: "
             f"{nxt['action']}" + (f" (answered: {nxt['response']})" if nxt["response"] else "")

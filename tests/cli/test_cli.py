@@ -182,8 +182,10 @@ def test_recommend_shows_the_rescheduled_window(cli, cfg):
     moved = invoke(cli, "--config", cfg, "feedback", rec["id"], "reschedule").output
     text = invoke(cli, "--config", cfg, "recommend").output
     assert "answered: rescheduled (cli)" in text
+    as_json = json.loads(invoke(cli, "--config", cfg, "recommend", "--json").output)
     if "next free window: #" in moved:
         proposal = moved.split("next free window: ")[1].split()[0]
         assert f"rescheduled to: {proposal} " in text
+        assert f"#{as_json['rescheduled_to']['id']}" == proposal
     else:
-        assert "rescheduled to: no free window" in text
+        assert "rescheduled to: no free window" in text and as_json["rescheduled_to"] is None
