@@ -70,7 +70,7 @@ def out_of_office(store: Store, start: datetime, days: int) -> None:
         title="Conference",
         start=start,
         end=start + timedelta(days=days),
-        all_day=True,
+        # With times: away altogether (an all-day one would block only the work actions).
         event_type="outOfOffice",
     )
     with store.transaction() as session:

@@ -24,6 +24,30 @@ BELIEF_AXES: tuple[str, ...] = ("social", "morning", "work")
 NOT_AN_ACTION = "NOT_AN_ACTION"
 UNCLASSIFIED = "UNCLASSIFIED"
 
+# What a person reads instead of the constant (the page, notifications): "Deep work".
+ACTION_NAMES: dict[str, str] = {
+    "DEEP_WORK": "Deep work",
+    "ADMIN_WORK": "Admin work",
+    "LEARN": "Learning",
+    "EXERCISE": "Exercise",
+    "MEDITATE": "Meditation",
+    "FAMILY_TIME": "Family time",
+    "SOCIALIZE": "Socializing",
+    "ME_TIME": "Me time",
+    "SLEEP": "Sleep",
+    "BINGE_WATCH": "Binge-watching",
+    NOT_AN_ACTION: "Not an action",
+    UNCLASSIFIED: "Not labelled yet",
+}
+
+
+def action_name(name: str | None) -> str:
+    """The human name of an action or label ("Deep work"); an unknown one made readable."""
+    if not name:
+        return ""
+    return ACTION_NAMES.get(name) or name.replace("_", " ").capitalize()
+
+
 RESPONSES: tuple[str, ...] = ("accepted", "ignored", "rescheduled", "expired")
 
 

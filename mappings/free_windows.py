@@ -4,9 +4,12 @@ Pure functions over event fields (as the store keeps them) and aware datetimes; 
 reads the events and passes them in.
 
 An event blocks time when it is confirmed or tentative, opaque, not declined and not
-cancelled. Transparent ("show as free") and all-day events do not block, except an
-out-of-office event, which always does: a birthday or a holiday marker on the calendar
-leaves the day free, a day off does not.
+cancelled. Transparent ("show as free") and all-day events do not block: a birthday or a
+holiday marker on the calendar leaves the day free. An out-of-office event with times
+(a doctor's appointment, a flight marked away) blocks like any busy event, even when shown
+as free. An all-day out-of-office event is a day away from work: it blocks the work
+actions (WORK_ACTIONS) for the whole day and leaves rest, exercise, family and the evening
+free (see docs/guides/free-windows.md, "Out of office").
 """
 
 from __future__ import annotations
@@ -31,7 +34,19 @@ DEFAULT_MIN_MINUTES: dict[str, int] = {
     "BINGE_WATCH": 30,
 }
 OUT_OF_OFFICE = "outOfOffice"
+# What an all-day out-of-office day rules out: the person is away from work, not from life.
+WORK_ACTIONS: tuple[str, ...] = ("DEEP_WORK", "ADMIN_WORK")
 Interval = tuple[datetime, datetime]
+
+
+def away_from_work(event: Mapping[str, Any]) -> bool:
+    """An all-day out-of-office event (a day off): it blocks only the WORK_ACTIONS."""
+    return (
+        event.get("event_type") == OUT_OF_OFFICE
+        and bool(event.get("all_day"))
+        and event.get("status") != "cancelled"
+        and event.get("self_response") != "declined"
+    )
 
 
 def blocks_time(event: Mapping[str, Any]) -> bool:
@@ -39,18 +54,19 @@ def blocks_time(event: Mapping[str, Any]) -> bool:
     if event.get("status") == "cancelled" or event.get("self_response") == "declined":
         return False
     if event.get("event_type") == OUT_OF_OFFICE:
-        return True
+        return not event.get("all_day")  # all day: see away_from_work
     if event.get("all_day") or event.get("transparency") == "transparent":
         return False
     return event.get("status", "confirmed") in ("confirmed", "tentative")
 
 
-def busy_blocks(events: Iterable[Mapping[str, Any]]) -> list[Interval]:
-    """The merged, sorted busy intervals of the events that block time."""
+def busy_blocks(events: Iterable[Mapping[str, Any]], *, work: bool = False) -> list[Interval]:
+    """The merged, sorted busy intervals of the events that block time; with `work`, for a
+    work action (also the all-day out-of-office days)."""
     spans = sorted(
         (e["start_utc"], e["end_utc"])
         for e in events
-        if blocks_time(e) and e["end_utc"] > e["start_utc"]
+        if (blocks_time(e) or (work and away_from_work(e))) and e["end_utc"] > e["start_utc"]
     )
     merged: list[Interval] = []
     for start, end in spans:
@@ -88,10 +104,19 @@ def longest_free_minutes(free: Iterable[Interval]) -> float:
     return max((minutes(w) for w in free), default=0.0)
 
 
-def fitting_actions(free: list[Interval], min_minutes: Mapping[str, int]) -> list[str]:
-    """The actions some free window is long enough for, in ACTIONS order."""
+def fitting_actions(
+    free: list[Interval], min_minutes: Mapping[str, int], work_free: list[Interval] | None = None
+) -> list[str]:
+    """The actions some free window is long enough for, in ACTIONS order; the work actions
+    are measured against `work_free` when given (a day away from work has none)."""
     longest = longest_free_minutes(free)
-    return [a for a in ACTIONS if longest >= min_minutes.get(a, DEFAULT_MIN_MINUTES[a])]
+    longest_work = longest if work_free is None else longest_free_minutes(work_free)
+    return [
+        a
+        for a in ACTIONS
+        if (longest_work if a in WORK_ACTIONS else longest)
+        >= min_minutes.get(a, DEFAULT_MIN_MINUTES[a])
+    ]
 
 
 def window_for(

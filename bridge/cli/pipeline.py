@@ -531,7 +531,13 @@ def recommend(
         return
     from bridge.cycle.recommend import NoWindow
     from bridge.cycle.recommend import recommend as make
-    from bridge.out.snapshot import answer_of, no_window_document, recommendation_document
+    from bridge.out.snapshot import (
+        answer_of,
+        no_window_document,
+        rationale_now,
+        recommendation_document,
+        rescheduled_to,
+    )
 
     settings = current_settings()
     store = current_store()
@@ -559,15 +565,28 @@ def recommend(
                 else "next free window: none in the calendar for the next days"
             )
         return
-    # The slot's recommendation may already be answered: show the answer, as the page does.
-    doc = recommendation_document(rec, answer_of(store, rec.id), settings.tz)
+    # The slot's recommendation may already be answered: show the answer, as the page does,
+    # and the window a Reschedule proposed.
+    fb = answer_of(store, rec.id)
+    doc = recommendation_document(rec, fb, settings.tz)
+    moved = rescheduled_to(store, rec.id) if fb is not None else None
+    nxt = recommendation_document(moved, answer_of(store, moved.id), settings.tz) if moved else None
     if as_json:
-        print_json(doc)
-    else:
+        print_json({**doc, "rescheduled_to": nxt})
+        return
+    typer.echo(
+        f"#{doc['id']} {doc['date']} {doc['slot_name']}{window_text(doc)}: "
+        f"{doc['action']} — {rationale_now(store, doc['rationale'])}"
+    )
+    if fb is not None:
+        typer.echo(f"answered: {fb.response} ({fb.channel})")
+    if nxt is not None:
         typer.echo(
-            f"#{doc['id']} {doc['date']} {doc['slot_name']}{window_text(doc)}: "
-            f"{doc['action']} — {doc['rationale']}"
+            f"rescheduled to: #{nxt['id']} {nxt['date']} {nxt['slot_name']}{window_text(nxt)}: "
+            f"{nxt['action']}" + (f" (answered: {nxt['response']})" if nxt["response"] else "")
         )
+    elif fb is not None and fb.response == "rescheduled":
+        typer.echo("rescheduled to: no free window for it today or tomorrow")
 
 
 @app.command()

@@ -124,24 +124,68 @@ def meter_weights(settings: Settings) -> Any:
         raise ConfigError(f"config key 'meters.weights_file': {err}") from None
 
 
-def first_data_day(store: Store, settings: Settings) -> date | None:
-    """The local date of the oldest reading or event a meter can use (None: no data)."""
-    from mappings.frames import USED_METRICS
+# Data cut off from the rest by more than this many days without a single reading or
+# event (a handful of 2014 readings from an old phone, then a watch from 2025 on) is stray:
+# the meters start where the data is dense, after the last such gap. See
+# docs/guides/meters.md, "How far back".
+STRAY_GAP_DAYS = 90
 
+
+def _data_bound(
+    session: Any, metrics: list[str], *, newest: bool, lo: Any = None, hi: Any = None
+) -> datetime | None:
+    """The newest (or oldest) start of a reading of `metrics` or of an event in [lo, hi)
+    (either end open when None); None when there is none."""
     r = Reading.__table__  # type: ignore[attr-defined]
-    with store.session() as session:
-        # One query per metric: each minimum is one step down the (metric, start_utc)
-        # index, where a GROUP BY walks the whole index on SQLite.
-        firsts = [
-            session.execute(select(func.min(r.c.start_utc)).where(r.c.metric == metric)).scalar()
-            for metric in sorted(USED_METRICS)
+    e = CalendarEvent.__table__  # type: ignore[attr-defined]
+    pick = func.max if newest else func.min
+
+    def within(column: Any) -> list[Any]:
+        return [
+            *([column >= lo] if lo is not None else []),
+            *([column < hi] if hi is not None else []),
         ]
-        firsts.append(session.execute(select(func.min(CalendarEvent.start_utc))).scalar())
-    known = [v for v in firsts if v is not None]
+
+    # One query per metric: each bound is one step down the (metric, start_utc) index,
+    # where a GROUP BY walks the whole index on SQLite.
+    found = [
+        session.execute(
+            select(pick(r.c.start_utc)).where(r.c.metric == metric, *within(r.c.start_utc))
+        ).scalar()
+        for metric in metrics
+    ]
+    found.append(
+        session.execute(select(pick(e.c.start_utc)).where(*within(e.c.start_utc))).scalar()
+    )
+    known = [v if v.tzinfo else v.replace(tzinfo=UTC) for v in found if v is not None]
     if not known:
         return None
-    oldest = min(v if v.tzinfo else v.replace(tzinfo=UTC) for v in known)
-    return slot_of_instant(oldest, settings.tz, settings.boundaries).local_date
+    return max(known) if newest else min(known)
+
+
+def first_data_day(store: Store, settings: Settings, now: datetime | None = None) -> date | None:
+    """The local date where the data a meter can use becomes dense (None: no data): the
+    oldest reading or event, unless older data is cut off from the rest by more than
+    STRAY_GAP_DAYS without any; then the first one after the last such gap.
+
+    Walked back from the newest data before `now` (a calendar's future events do not count)
+    in steps of up to STRAY_GAP_DAYS, each to the oldest start within the gap before the
+    last: a few index lookups per step, not a scan of the readings."""
+    from mappings.frames import USED_METRICS
+
+    metrics = sorted(USED_METRICS)
+    gap = timedelta(days=STRAY_GAP_DAYS)
+    with store.session() as session:
+        t = _data_bound(session, metrics, newest=True, hi=now or datetime.now(UTC))
+        if t is None:  # nothing yet but future events: from the first of them
+            t = _data_bound(session, metrics, newest=False)
+        older = t
+        while older is not None:
+            t = older
+            older = _data_bound(session, metrics, newest=False, lo=t - gap, hi=t)
+    if t is None:
+        return None
+    return slot_of_instant(t, settings.tz, settings.boundaries).local_date
 
 
 def history_start(
@@ -246,7 +290,7 @@ def recompute_meters(
     known = date.fromisoformat(state.first) if state is not None and state.first else None
     if known is not None and taken.first_day_moved(known):
         known = None
-    first_day = known or first_data_day(store, settings)
+    first_day = known or first_data_day(store, settings, now)
     first = history_start(store, settings, last, first_day)
     lookback = timedelta(days=BASELINE_LOOKBACK_DAYS)
     hi = slot_bounds(last, tz, bounds)[1] + timedelta(days=1)

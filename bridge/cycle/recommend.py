@@ -22,7 +22,10 @@ from bridge.store.models import CalendarEvent, MeterSnapshot, Recommendation
 from mappings.actions import ACTIONS, METERS
 from mappings.free_windows import (
     DEFAULT_MIN_MINUTES,
+    WORK_ACTIONS,
     Interval,
+    away_from_work,
+    blocks_time,
     busy_blocks,
     fitting_actions,
     free_windows,
@@ -60,18 +63,49 @@ def min_minutes(settings: Settings) -> dict[str, int]:
     return {**DEFAULT_MIN_MINUTES, **{k: int(v) for k, v in extra.items()}}
 
 
-def busy_between(store: Store, lo: datetime, hi: datetime) -> list[Interval]:
-    """The merged busy blocks of the stored events overlapping [lo, hi)."""
+@dataclass(frozen=True)
+class Busy:
+    """The stored calendar's busy time: for every action, and for the work actions (which
+    an all-day out-of-office day also rules out); with the blocking events' titles, so a
+    reason can say what fills a slot."""
+
+    every: list[Interval]
+    work: list[Interval]
+    titled: list[tuple[datetime, datetime, str, bool]]  # (start, end, title, work only)
+
+    def of(self, action: str | None) -> list[Interval]:
+        return self.work if action in WORK_ACTIONS else self.every
+
+    def titles(self, lo: datetime, hi: datetime, *, work: bool, most: int = 3) -> list[str]:
+        """The distinct titles of the events that block time in [lo, hi) (for a work action,
+        also the days away from work), first ones first."""
+        seen: list[str] = []
+        for start, end, title, work_only in self.titled:
+            if work_only and not work:
+                continue
+            if start < hi and end > lo and title and title not in seen:
+                seen.append(title)
+        return seen[:most]
+
+
+def busy_between(store: Store, lo: datetime, hi: datetime) -> Busy:
+    """The busy time of the stored events overlapping [lo, hi)."""
     cols = [getattr(CalendarEvent, f) for f in EVENT_FIELDS]
     with store.session() as session:
         rows = session.execute(
-            select(*cols).where(
+            select(*cols, col(CalendarEvent.title)).where(
                 col(CalendarEvent.start_utc) < hi,
                 col(CalendarEvent.end_utc) > lo,
                 col(CalendarEvent.status) != "cancelled",
             )
         ).all()
-    return busy_blocks(dict(zip(EVENT_FIELDS, row, strict=True)) for row in rows)
+    events = [dict(zip(EVENT_FIELDS, row[:-1], strict=True)) for row in rows]
+    titled = sorted(
+        (e["start_utc"], e["end_utc"], row[-1], not blocks_time(e))
+        for e, row in zip(events, rows, strict=True)
+        if blocks_time(e) or away_from_work(e)
+    )
+    return Busy(busy_blocks(events), busy_blocks(events, work=True), titled)
 
 
 def _round_up(t: datetime) -> datetime:
@@ -97,6 +131,44 @@ class Plan:
     free: list[Interval]
     available: list[str]
     reason: str | None  # set when the plan is not the coming slot, or has no window
+    work_free: list[Interval] | None = None  # for the work actions, when that differs
+
+    def free_for(self, action: str) -> list[Interval]:
+        if action in WORK_ACTIONS and self.work_free is not None:
+            return self.work_free
+        return self.free
+
+
+def _slots_text(keys: list[SlotKey]) -> str:
+    """'the afternoon and evening of 2026-11-27 and the morning of 2026-11-28'."""
+    by_day: dict[Any, list[str]] = {}
+    for k in keys:
+        by_day.setdefault(k.local_date, []).append(k.name)
+    parts = []
+    for day, names in by_day.items():
+        named = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        parts.append(f"the {named} of {day.isoformat()}")
+    return " and ".join(parts)
+
+
+def moved_reason(
+    settings: Settings,
+    skipped: list[SlotKey],
+    chosen: SlotKey,
+    need: tuple[str | None, int],
+    busy: Busy,
+) -> str:
+    """Why the recommendation is not for the coming slot: every slot passed over, named, with
+    what fills them; and, when it lands on a night from a day slot, that nothing fit sooner."""
+    lo, _ = slot_bounds(skipped[0], settings.tz, settings.boundaries)
+    _, hi = slot_bounds(skipped[-1], settings.tz, settings.boundaries)
+    action, shortest = need
+    titles = busy.titles(lo, hi, work=action in WORK_ACTIONS)
+    what = f" (busy: {'; '.join(titles)})" if titles else ""
+    made = f"made for the {chosen.name} of {chosen.local_date.isoformat()}"
+    if chosen.slot == 3 and skipped[0].slot != 3:
+        made += ", the first slot with room: nothing else fits sooner"
+    return f"no free {shortest} min in {_slots_text(skipped)}{what}; {made}"
 
 
 def plan_slot(
@@ -114,19 +186,19 @@ def plan_slot(
     _, hi = slot_bounds(ahead[-1], settings.tz, settings.boundaries)
     busy = busy_between(store, min(lo, now), hi)
     shortest = need[action] if action else min(need.values())
+    skipped: list[SlotKey] = []
     for k in ahead:
-        free = slot_free(settings, k, busy, now)
-        fits = fitting_actions(free, need)
+        free = slot_free(settings, k, busy.every, now)
+        work_free = slot_free(settings, k, busy.work, now)
+        fits = fitting_actions(free, need, work_free)
         if action is not None:
             fits = [a for a in fits if a == action]
         if fits:
-            reason = None
-            if k != key:
-                reason = (
-                    f"no free {shortest} min in the {key.name} of {key.local_date.isoformat()}; "
-                    f"made for the {k.name} of {k.local_date.isoformat()}"
-                )
-            return Plan(k, free, fits, reason)
+            reason = (
+                moved_reason(settings, skipped, k, (action, shortest), busy) if skipped else None
+            )
+            return Plan(k, free, fits, reason, work_free)
+        skipped.append(k)
     hours = settings.windows.look_ahead_slots * 6
     what = f"{action} ({shortest} min)" if action else f"{shortest} min"
     return Plan(
@@ -234,7 +306,7 @@ def next_free_window(
     _, hi = slot_bounds(keys[-1], settings.tz, settings.boundaries)
     busy = busy_between(store, lo, hi)
     for k in keys:
-        for start, end in slot_free(settings, k, busy, now):
+        for start, end in slot_free(settings, k, busy.every, now):
             if end - start >= timedelta(minutes=need):
                 return start, end
     return None
@@ -297,7 +369,9 @@ def recommend(
         wrong = rec.action
         rec = HeuristicRunner().recommend(obs, history)
         fallback_reason = f"{runner_name or settings.runner.name} chose {wrong}, no window for it"
-    window = window_for(rec.action, plan.free, min_minutes(settings), settings.windows.max_minutes)
+    window = window_for(
+        rec.action, plan.free_for(rec.action), min_minutes(settings), settings.windows.max_minutes
+    )
     row = {
         "local_date": key.local_date,
         "slot": key.slot,
@@ -384,7 +458,7 @@ def reschedule(
     for key in keys:
         if (key.local_date, key.slot) in taken:
             continue
-        free = slot_free(settings, key, busy, now)
+        free = slot_free(settings, key, busy.of(rec.action), now)
         window = window_for(rec.action, free, {rec.action: need}, settings.windows.max_minutes)
         if window is None:
             continue

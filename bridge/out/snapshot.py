@@ -209,6 +209,33 @@ def answer_of(store: Store, recommendation_id: int | None) -> Feedback | None:
         ).scalar_one_or_none()
 
 
+def rescheduled_to(store: Store, recommendation_id: int | None) -> Recommendation | None:
+    """The window a Reschedule of this recommendation proposed (a recommendation of its own,
+    `rescheduled_from` it), or None."""
+    if recommendation_id is None:
+        return None
+    with store.session() as session:
+        return session.execute(
+            select(Recommendation).where(col(Recommendation.rescheduled_from) == recommendation_id)
+        ).scalar_one_or_none()
+
+
+# How the bundled model's rationale starts when it was made before any answer existed.
+NO_ANSWERS = "no answers yet; starting from the population prior"
+MADE_BEFORE_ANSWERS = "made before your first answer, from the population prior"
+
+
+def rationale_now(store: Store, rationale: str | None) -> str | None:
+    """The rationale as a person reads it now: "no answers yet" was true when it was made,
+    and is reworded once any answer exists (the stored text and the JSON keep it)."""
+    if not rationale or not rationale.startswith(NO_ANSWERS):
+        return rationale
+    with store.session() as session:
+        if session.execute(select(col(Feedback.id)).limit(1)).first() is None:
+            return rationale
+    return MADE_BEFORE_ANSWERS + rationale[len(NO_ANSWERS) :]
+
+
 def upcoming_recommendation(
     session: Any, key: SlotKey
 ) -> tuple[Recommendation, Feedback | None] | None:

@@ -33,10 +33,10 @@ from bridge.learning.corrections import LABELS, UnknownEvent, correct_event_labe
 from bridge.learning.feedback import UnknownRecommendation
 from bridge.out.snapshot import recommendation_document
 from bridge.store import Store
-from bridge.web import access, push, views
+from bridge.web import access, push, views, words
 from bridge.web.charts import sparkline
 from bridge.web.limits import BodyLimit
-from mappings.actions import METERS
+from mappings.actions import METERS, action_name
 
 # Below this confidence a meter is drawn faded and hatched (page) or dashed (history).
 WEAK_CONFIDENCE = 0.5
@@ -158,12 +158,25 @@ def _localtime(value: str | None, tz: Any) -> str:
 
 
 def _localwhen(value: str | None, tz: Any) -> str:
-    """Weekday, date and time: the next free window may be days away."""
-    return datetime.fromisoformat(value).astimezone(tz).strftime("%a %d %b %H:%M") if value else ""
+    """Weekday, date and time in the person's zone: the next free window may be days away,
+    a source's last success weeks ago. A value that is not a time is shown as it is."""
+    if not value:
+        return ""
+    try:
+        return datetime.fromisoformat(value).astimezone(tz).strftime("%a %d %b %H:%M")
+    except (TypeError, ValueError):
+        return str(value)
 
 
 templates.env.filters["localtime"] = _localtime
 templates.env.filters["localwhen"] = _localwhen
+templates.env.filters["action_name"] = action_name
+templates.env.filters["confidence_word"] = words.confidence_word
+templates.env.filters["label_words"] = words.label_words
+templates.env.filters["readable"] = words.readable
+templates.env.globals["meter_meanings"] = words.METER_MEANINGS
+templates.env.globals["belief_line"] = words.BELIEF_LINE
+templates.env.globals["belief_ends"] = words.BELIEF_ENDS
 
 
 def _state(request: Request) -> WebState:

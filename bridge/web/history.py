@@ -62,14 +62,30 @@ def resolve_range(
         if lo.year < 1970 or hi.year > 2100:
             raise InputError("from/to: use dates between 1970 and 2100")
         return "custom", lo, hi
-    name = name or DEFAULT_RANGE
+    chosen, name = name, name or DEFAULT_RANGE
     if name not in RANGES:
         raise InputError(f"range: use one of {', '.join(RANGES)}")
     days = RANGES[name]
+    if days is not None and chosen is not None:
+        return name, today - timedelta(days=days - 1), today
+    # "all", and the default: from where the data is dense, not from a few stray old
+    # records (bridge.cycle.meters.first_data_day), nor months before the first data.
+    start = dense_start(store, settings, now)
     if days is None:
-        span = stored_range(store)
-        return name, (span[0] if span else today), today
-    return name, today - timedelta(days=days - 1), today
+        return name, start or today, today
+    lo = today - timedelta(days=days - 1)
+    return name, min(max(lo, start or lo), today), today
+
+
+def dense_start(store: Store, settings: Settings, now: datetime) -> date | None:
+    """The first day with stored meters, at or after where the data becomes dense."""
+    from bridge.cycle.meters import first_data_day
+
+    span = stored_range(store)
+    if span is None:
+        return None
+    dense = first_data_day(store, settings, now)
+    return max(span[0], dense) if dense and dense <= span[1] else span[0]
 
 
 def history(

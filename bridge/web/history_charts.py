@@ -10,8 +10,10 @@ from datetime import date
 
 from markupsafe import Markup, escape
 
+from mappings.actions import action_name
+
 WIDTH, HEIGHT = 900, 150
-LEFT, RIGHT, TOP, BOTTOM = 44, 8, 8, 22
+LEFT, RIGHT, TOP, BOTTOM = 56, 8, 8, 22
 MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
 Values = Sequence[float | None]
@@ -38,6 +40,7 @@ class Chart:
     tips: list[str] = field(default_factory=list)  # one hover text per day
     ticks: tuple[float, ...] = ()
     height: int = HEIGHT
+    axis: str = ""  # the y axis's unit, written along it ("h", "ms", "score 0-1")
 
 
 def _x(i: int, n: int) -> float:
@@ -129,6 +132,12 @@ def _axes(c: Chart) -> list[str]:
             f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>'
         )
         parts.append(f'<text class="ylab" x="{LEFT - 4}" y="{y + 3:.1f}">{_num(t)}</text>')
+    if c.axis:
+        mid = (TOP + h - BOTTOM) / 2
+        parts.append(
+            f'<text class="yunit" x="10" y="{mid:.1f}" transform="rotate(-90 10 {mid:.1f})">'
+            f"{escape(c.axis)}</text>"
+        )
     last_x = -1e9
     for i, text in date_ticks(c.days):
         x = _x(i, n)
@@ -255,7 +264,7 @@ def page_charts(doc: dict, weak_below: float) -> dict[str, list[tuple[str, Marku
         if week:
             d = d.fromordinal(d.toordinal() - d.weekday())
         if d in index:
-            text = f"{a['date']} {a['slot_name']}: {a['action']} {a['response']}"
+            text = f"{a['date']} {a['slot_name']}: {action_name(a['action'])} {a['response']}"
             marks.append((index[d], RESPONSE_CLASS.get(a["response"], "exp"), text))
     meters = []
     for m in METERS:
@@ -285,6 +294,7 @@ def page_charts(doc: dict, weak_below: float) -> dict[str, list[tuple[str, Marku
             ],
             tips=tips,
             ticks=(0.0, 0.5, 1.0),
+            axis="score 0–1",
         )
         meters.append((m, render(chart)))
 
@@ -319,6 +329,7 @@ def page_charts(doc: dict, weak_below: float) -> dict[str, list[tuple[str, Marku
             ],
             hi=max([10.0, *(h for h in hours if h is not None)]),
             unit="h asleep; deep and REM below",
+            axis="hours",
             tips=[
                 tip(
                     r,
@@ -351,6 +362,7 @@ def page_charts(doc: dict, weak_below: float) -> dict[str, list[tuple[str, Marku
                 lo=lo,
                 hi=hi,
                 unit=f"{unit}; band: your baseline",
+                axis=unit,
                 tips=[
                     tip(r, (title, value_key, ".0f"), ("baseline", f"{key}_baseline", ".0f"))
                     for r in rows
@@ -358,10 +370,10 @@ def page_charts(doc: dict, weak_below: float) -> dict[str, list[tuple[str, Marku
                 ticks=(lo, (lo + hi) / 2, hi),
             ),
         )
-    for key, title, unit, fmt in (
-        ("steps", "Steps", "per day", ",.0f"),
-        ("stress", "Stress", "0-100", ".0f"),
-        ("calendar_hours", "Calendar load", "busy hours", ".1f"),
+    for key, title, unit, fmt, axis in (
+        ("steps", "Steps", "per day", ",.0f", "steps"),
+        ("stress", "Stress", "0-100", ".0f", "0–100"),
+        ("calendar_hours", "Calendar load", "busy hours", ".1f", "hours"),
     ):
         values = col(key)
         top = 100.0 if key == "stress" else nice(max([v for v in values if v], default=1.0))
@@ -374,6 +386,7 @@ def page_charts(doc: dict, weak_below: float) -> dict[str, list[tuple[str, Marku
                 [Layer(kind, values, css=key)],
                 hi=top,
                 unit=unit,
+                axis=axis,
                 tips=[tip(r, (title, key, fmt)) for r in rows],
                 ticks=(0.0, top / 2, top),
             ),

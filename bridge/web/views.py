@@ -11,11 +11,14 @@ from sqlmodel import col
 
 from bridge.config import Settings
 from bridge.out.snapshot import (
+    answer_of,
     answered_document,
     current_recommendation,
     events_of_day,
     no_window_document,
+    rationale_now,
     recommendation_document,
+    rescheduled_to,
     slot_documents,
 )
 from bridge.store import Store
@@ -60,6 +63,11 @@ def recommendation(store: Store, settings: Settings, now: datetime) -> dict[str,
         with store.session() as session:
             row = session.get(Recommendation, doc["id"])
             doc["belief_sd"] = json.loads(row.belief_sd) if row and row.belief_sd else None
+        doc["rationale"] = rationale_now(store, doc["rationale"])
+        moved = rescheduled_to(store, doc["id"]) if doc["response"] else None
+        doc["rescheduled_to"] = (
+            answered_document(moved, answer_of(store, moved.id), settings.tz) if moved else None
+        )
     return doc
 
 

@@ -163,8 +163,29 @@ def test_recommend_feedback_and_meters(cli, cfg):
     assert "already answered" in second.output
     missing = invoke(cli, "--config", cfg, "feedback", 999, "accept")
     assert missing.exit_code == 2 and "no recommendation with id 999" in missing.output
+    text = invoke(cli, "--config", cfg, "recommend").output
+    assert "answered: accepted (cli)" in text and "no answers yet" not in text
     bad = invoke(cli, "--config", cfg, "feedback", rec["id"], "love")
     assert bad.exit_code == 2
     meters = json.loads(invoke(cli, "--config", cfg, "meters", "--json").output)
     assert meters and all(0 <= row["slot"] <= 3 for row in meters)
     assert invoke(cli, "--config", cfg, "meters", "--date", "yesterday").exit_code == 2
+
+
+def test_recommend_shows_the_rescheduled_window(cli, cfg):
+    """Issue 41 item 5: after `feedback N reschedule`, plain `recommend` names the answer and
+    the proposed window (it used to print the same line as before)."""
+    invoke(cli, "--config", cfg, "import", "apple-health", SAMPLE / "apple_health_export.zip")
+    invoke(cli, "--config", cfg, "run", "--once")
+    rec = json.loads(invoke(cli, "--config", cfg, "recommend", "--json").output)
+    assert "no answers yet" in invoke(cli, "--config", cfg, "recommend").output
+    moved = invoke(cli, "--config", cfg, "feedback", rec["id"], "reschedule").output
+    text = invoke(cli, "--config", cfg, "recommend").output
+    assert "answered: rescheduled (cli)" in text
+    as_json = json.loads(invoke(cli, "--config", cfg, "recommend", "--json").output)
+    if "next free window: #" in moved:
+        proposal = moved.split("next free window: ")[1].split()[0]
+        assert f"rescheduled to: {proposal} " in text
+        assert f"#{as_json['rescheduled_to']['id']}" == proposal
+    else:
+        assert "rescheduled to: no free window" in text and as_json["rescheduled_to"] is None

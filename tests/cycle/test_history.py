@@ -12,7 +12,7 @@ from sqlalchemy import func, select, update
 from typer.testing import CliRunner
 
 from bridge.cli.main import app
-from bridge.cycle.meters import first_data_day, recompute_meters
+from bridge.cycle.meters import STRAY_GAP_DAYS, first_data_day, recompute_meters
 from bridge.intake.ingest import import_file
 from bridge.out.history import stored_range
 from bridge.store import upsert
@@ -81,6 +81,28 @@ def test_older_data_arriving_later_extends_the_history(loaded, settings):
     after = rows(loaded)
     assert after[(date(2026, 9, 4), 0)][0] is not None  # the night shows in the next morning
     assert set(before) < set(after)
+
+
+def test_a_few_stray_old_records_do_not_start_the_history(loaded, settings):
+    """Issue 41 item 8: a handful of 2014 readings (an old phone) before the sample's
+    October 2026 made the first cycle compute every slot since 2014 (17,834 of them, mostly
+    empty); the history now starts where the data is dense, after the last gap of more than
+    STRAY_GAP_DAYS without any reading or event."""
+    for day in (3, 9, 21):
+        add_reading(loaded, "resting_hr", datetime(2014, 6, day, 7, 0, tzinfo=UTC), 61.0)
+    assert first_data_day(loaded, settings, DEMO_NOW) == date(2026, 10, 17)
+    assert recompute_meters(loaded, settings, DEMO_NOW) == 33 * 4 + 1
+    assert stored_range(loaded) == (date(2026, 10, 17), date(2026, 11, 19))
+    # Only data before `now` is where the walk back starts.
+    assert first_data_day(loaded, settings, datetime(2026, 10, 1, tzinfo=UTC)) == date(2014, 6, 3)
+
+
+def test_a_gap_shorter_than_the_stray_gap_keeps_the_older_data(loaded, settings):
+    old = datetime(2026, 10, 17, 7, 0, tzinfo=UTC) - timedelta(days=STRAY_GAP_DAYS - 5)
+    add_reading(loaded, "resting_hr", old, 58.0)
+    assert first_data_day(loaded, settings, DEMO_NOW) == old.date()
+    add_reading(loaded, "resting_hr", old - timedelta(days=STRAY_GAP_DAYS + 5), 58.0)
+    assert first_data_day(loaded, settings, DEMO_NOW) == old.date()
 
 
 def test_history_days_limits_how_far_back(loaded, settings):

@@ -1,8 +1,9 @@
 """A calendar with no room in the whole look-ahead: nothing is recommended, and every output
 says why and when the next free window is.
 
-The calendar is a two-day conference (an all-day out-of-office event, as Google marks a
-trip) and the red-eye flight home that runs past the end of the look-ahead, stored the way a
+The calendar is a two-day conference (an out-of-office event with times, Monday 00:00 to
+Wednesday 00:00, as Google stores a trip marked away; an all-day one would block only work)
+and the red-eye flight home that runs past the end of the look-ahead, stored the way a
 live calendar source stores them; the cycle runs on the real store (SQLite or PostgreSQL).
 """
 
@@ -54,7 +55,6 @@ FULL = [
         "Conference in Lisbon",
         at(2026, 11, 23, 0, 0),
         at(2026, 11, 25, 0, 0),
-        all_day=True,
         event_type="outOfOffice",
     ),
     event("flight", "Flight LIS-FRA-BER", at(2026, 11, 24, 23, 0), at(2026, 11, 25, 13, 30)),
@@ -131,8 +131,7 @@ def test_beyond_the_next_days_there_is_no_next_window(store, settings):
         "Parental leave handover week",
         at(2026, 11, 23, 0, 0),
         at(2026, 12, 7, 0, 0),
-        all_day=True,
-        event_type="outOfOffice",
+        event_type="outOfOffice",  # with times: it blocks everything (all day: only work)
     )
     store_events(store, [week_off])
     gap = recommend(store, settings, MONDAY_0505)

@@ -7,12 +7,12 @@ through the real .ics connector into the real store.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from sqlalchemy import delete, select, update
 
-from bridge.cycle.recommend import NoWindow, min_minutes, recommend
+from bridge.cycle.recommend import NoWindow, min_minutes, plan_slot, recommend
 from bridge.errors import ConfigError
 from bridge.intake.ingest import import_file
 from bridge.out.snapshot import build_snapshot, recommendation_document
@@ -21,6 +21,7 @@ from bridge.store.models import CalendarEvent, Recommendation
 from connectors.base import EventRecord, ReadContext
 from mappings.free_windows import (
     DEFAULT_MIN_MINUTES,
+    WORK_ACTIONS,
     blocks_time,
     busy_blocks,
     free_windows,
@@ -39,7 +40,9 @@ def at(*args: int) -> datetime:
 
 # What blocks time in work_week.ics in the week of 2026-11-23, written out by hand from
 # the file (not through the code under test): stand-ups, the Monday shift and review, the
-# tentative workshop, and the out-of-office Friday (all-day: local midnight to midnight).
+# tentative workshop; and the out-of-office Friday (all-day: local midnight to midnight),
+# which blocks only the work actions.
+OOF_FRIDAY = (at(2026, 11, 27, 0, 0), at(2026, 11, 28, 0, 0))
 BUSY_WEEK = [
     (at(2026, 11, 23, 4, 30), at(2026, 11, 23, 9, 0)),
     (at(2026, 11, 23, 9, 0), at(2026, 11, 23, 9, 15)),
@@ -47,7 +50,6 @@ BUSY_WEEK = [
     (at(2026, 11, 24, 9, 0), at(2026, 11, 24, 9, 15)),
     (at(2026, 11, 24, 12, 0), at(2026, 11, 24, 17, 0)),
     (at(2026, 11, 26, 10, 0), at(2026, 11, 26, 10, 15)),
-    (at(2026, 11, 27, 0, 0), at(2026, 11, 28, 0, 0)),
 ]
 
 
@@ -96,7 +98,9 @@ def window(doc):
         ({"status": "confirmed", "self_response": "accepted"}, True),
         ({"status": "confirmed", "transparency": "transparent"}, False),
         ({"status": "confirmed", "all_day": True}, False),
-        ({"status": "confirmed", "all_day": True, "event_type": "outOfOffice"}, True),
+        # An all-day out-of-office day blocks only the work actions (away_from_work).
+        ({"status": "confirmed", "all_day": True, "event_type": "outOfOffice"}, False),
+        ({"status": "confirmed", "event_type": "outOfOffice"}, True),
         ({"status": "confirmed", "transparency": "transparent", "event_type": "outOfOffice"}, True),
         ({"status": "cancelled", "event_type": "outOfOffice"}, False),
         ({"status": "confirmed", "event_type": "focusTime"}, True),
@@ -199,10 +203,65 @@ def test_a_moved_instance_blocks_its_new_time(week, settings):
     assert w[0] >= at(2026, 11, 26, 9, 50)
 
 
-def test_an_out_of_office_day_moves_everything_to_its_night(week, settings):
-    rec, doc = make(week, settings, at(2026, 11, 27, 5, 5))
-    assert (rec.local_date.isoformat(), rec.slot) == ("2026-11-27", 3)
-    assert window(doc)[0] == at(2026, 11, 28, 0, 0)
+def test_an_out_of_office_day_rules_out_work_not_the_rest_of_the_day(week, settings):
+    """Issue 41 item 6: an all-day "Out of office" is a day away from work. At 14:26 on that
+    Friday the recommendation used to be SLEEP for 00:00-03:00 with a reason naming only the
+    afternoon; now it is the afternoon itself, for anything but work."""
+    for now, slot, start in (
+        (at(2026, 11, 27, 5, 5), 0, at(2026, 11, 27, 5, 5)),
+        (at(2026, 11, 27, 14, 26), 1, at(2026, 11, 27, 14, 30)),
+    ):
+        rec, doc = make(week, settings, now)
+        assert (rec.local_date.isoformat(), rec.slot) == ("2026-11-27", slot)
+        assert rec.action not in WORK_ACTIONS and rec.action != "SLEEP"
+        assert doc["window_reason"] is None and window(doc)[0] == start
+        obs = json.loads(rec.observation)
+        assert not set(WORK_ACTIONS) & set(obs["available_actions"])
+    # The evening is free for rest and leisure too.
+    rec, doc = make(week, settings, at(2026, 11, 27, 17, 0))
+    assert rec.slot == 2 and window(doc)[0] == at(2026, 11, 27, 17, 0)
+
+
+def test_a_work_action_is_never_placed_on_an_out_of_office_day(week, settings):
+    plan = plan_slot(week, settings, SlotKey(date(2026, 11, 27), 1), at(2026, 11, 27, 14, 26))
+    assert plan.key == SlotKey(date(2026, 11, 27), 1) and plan.reason is None
+    assert plan.free_for("DEEP_WORK") == [] and plan.free_for("EXERCISE")
+    # Asked for deep work, the plan goes past the whole day, and says what filled it.
+    deep = plan_slot(
+        week,
+        settings,
+        SlotKey(date(2026, 11, 27), 1),
+        at(2026, 11, 27, 14, 26),
+        action="DEEP_WORK",
+    )
+    assert deep.key == SlotKey(date(2026, 11, 27), 3)
+    assert deep.free_for("DEEP_WORK")[0][0] == at(2026, 11, 28, 0, 0)  # after midnight
+    assert deep.reason == (
+        "no free 45 min in the afternoon and evening of 2026-11-27 (busy: Out of office); "
+        "made for the night of 2026-11-27, the first slot with room: nothing else fits sooner"
+    )
+
+
+def test_a_night_is_chosen_in_the_afternoon_only_when_nothing_fits_and_it_says_so(store, settings):
+    """A wedding fills the afternoon and evening: the night is the first slot with room,
+    and the reason names both slots passed over, what fills them, and that nothing fit."""
+    store_event(
+        store,
+        EventRecord(
+            calendar_id="primary",
+            uid="wedding",
+            title="Anna's wedding",
+            start=at(2026, 12, 4, 12, 0),
+            end=at(2026, 12, 4, 23, 30),
+        ),
+    )
+    rec, doc = make(store, settings, at(2026, 12, 4, 14, 26))
+    assert (rec.local_date.isoformat(), rec.slot) == ("2026-12-04", 3)
+    assert window(doc)[0] == at(2026, 12, 4, 23, 30)
+    assert doc["window_reason"] == (
+        "no free 10 min in the afternoon and evening of 2026-12-04 (busy: Anna's wedding); "
+        "made for the night of 2026-12-04, the first slot with room: nothing else fits sooner"
+    )
 
 
 def test_a_declined_invitation_leaves_its_time_free(store, settings):
@@ -253,7 +312,8 @@ def test_no_recommendation_overlaps_busy_time_all_week(week, settings):
     need = min_minutes(settings)
     for rec, doc, now in made.values():
         w = window(doc)
-        assert not any(overlaps(w, b) for b in BUSY_WEEK), (doc, now)
+        busy = BUSY_WEEK + ([OOF_FRIDAY] if rec.action in WORK_ACTIONS else [])
+        assert not any(overlaps(w, b) for b in busy), (doc, now)
         lo, hi = slot_bounds(SlotKey(rec.local_date, rec.slot), BERLIN)
         assert lo <= w[0] < w[1] <= hi
         assert w[1] - w[0] >= timedelta(minutes=need[rec.action])

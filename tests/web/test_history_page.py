@@ -170,7 +170,7 @@ def test_the_page_shows_confidence_and_age_not_only_numbers(demo, memory_keyring
         page.goto(web.url + "/")
         # The demo's serenity has confidence 0.48: drawn hatched and faded, said in words.
         weak = page.locator('li.meter.weak[data-meter="serenity"]')
-        assert weak.count() == 1 and "(low)" in weak.inner_text()
+        assert weak.count() == 1 and "confidence low (0.48)" in weak.inner_text()
         assert page.locator("li.meter.weak").count() == 1
         opacity = weak.locator("meter").evaluate("m => getComputedStyle(m).opacity")
         assert float(opacity) < 0.6
@@ -182,3 +182,45 @@ def test_the_page_shows_confidence_and_age_not_only_numbers(demo, memory_keyring
         page.wait_for_url("**/history")
         assert page.locator('figure[data-chart="vitality"] polyline.mean').count() >= 1
         page.close()
+
+
+def test_every_chart_axis_has_its_unit_and_sleep_stages_a_legend(year, memory_keyring):
+    """Issue 41 item 8: units on every chart's axis, and which colour is deep and REM."""
+    import re
+
+    settings, store = year
+    html = api(settings, store, "/history?range=4w").text
+    figures = re.findall(r'<figure class="hfig" data-chart="(\w+)">(.*?)</figure>', html, re.S)
+    assert len(figures) == 11  # five meters and six inputs
+    units = {
+        name: re.search(r'<text class="yunit"[^>]*>([^<]+)</text>', body) for name, body in figures
+    }
+    assert all(units.values()), [n for n, u in units.items() if not u]
+    shown = {name: u.group(1) for name, u in units.items()}
+    assert shown["vitality"] == "score 0–1" and shown["sleep"] == "hours"
+    assert shown["hrv"] == "ms" and shown["resting_hr"] == "bpm" and shown["steps"] == "steps"
+    legend = re.search(r'data-testid="sleep-legend">(.*?)</p>', html, re.S).group(1)
+    assert 'class="key deep"></span> deep sleep' in legend
+    assert 'class="key rem"></span> REM sleep' in legend
+    # The answers on the timeline name the action as a person would.
+    assert ": Deep work accepted" in html and "DEEP_WORK" not in html
+
+
+def test_the_default_range_starts_where_the_data_is_dense(store, settings, ctx, memory_keyring):
+    """Issue 41 item 8: the sample runs from 2026-10-17; three 2014 readings made "all"
+    start in 2014, and the default range began months before any data."""
+    from tests.conftest import DEMO_NOW
+    from tests.cycle.test_meter_recompute import add_reading, load_sample
+
+    load_sample(store, ctx)
+    for day in (3, 9, 21):
+        add_reading(store, "resting_hr", datetime(2014, 6, day, 7, 0, tzinfo=UTC), 61.0)
+    recompute_meters(store, settings, DEMO_NOW)
+    app = create_app(settings, store, host="127.0.0.1", clock=lambda: DEMO_NOW)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        default = client.get("/api/history").json()
+        every = client.get("/api/history?range=all").json()
+        chosen = client.get("/api/history?range=3m").json()
+    assert (default["range"], default["from"], default["to"]) == ("3m", "2026-10-17", "2026-11-19")
+    assert (every["from"], every["to"]) == ("2026-10-17", "2026-11-19")
+    assert chosen["from"] == "2026-08-21"  # a range asked for by name is that long

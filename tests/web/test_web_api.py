@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from html import escape
+from html import escape, unescape
 
 import pytest
 from sqlalchemy import select
@@ -14,6 +14,7 @@ from bridge.auth.access import ensure_access_token
 from bridge.store.models import CalendarEvent, Feedback, Recommendation
 from bridge.web.access import COOKIE, csrf_token
 from bridge.web.app import create_app
+from bridge.web.words import readable
 from mappings.actions import METERS
 from tests.conftest import DEMO_NOW
 
@@ -58,8 +59,8 @@ def test_the_page_shows_meters_trends_recommendation_events_history_and_sources(
     # version 4; the other tests read it from the store, so a new model changes only this
     # line), rationale and belief are shown.
     assert stored.action == "ADMIN_WORK"
-    assert '<p class="action" data-testid="rec-action">Admin Work</p>' in html
-    assert escape(stored.rationale) in html
+    assert '<p class="action" data-testid="rec-action">Admin work</p>' in html
+    assert escape(readable(stored.rationale)) in html
     assert stored.belief != "null" and "unknown (this runner keeps no belief)" not in html
     assert "Gym - 7am" in html and "Team standup" in html
     assert 'value="accepted"' in html and 'value="ignored"' in html
@@ -145,6 +146,29 @@ def test_the_buttons_work_without_javascript(demo, memory_keyring):
     assert "Recorded: rescheduled." in page
     assert twice.headers["location"].startswith("/?done=already")
     assert [f.response for f in feedback_rows(store)] == ["rescheduled"]
+
+
+def test_the_card_shows_its_answer_and_the_rescheduled_window(demo, memory_keyring):
+    """Issue 41 item 5: answered elsewhere (the CLI), the card says so, shows the window the
+    Reschedule proposed, and no longer says "no answers yet"."""
+    from bridge.cycle.answer import answer
+
+    settings, store = demo
+    rid = rec_id(store)
+    with client(settings, store) as c:
+        before = c.get("/").text
+        assert "no answers yet" in before and "Rescheduled to" not in before
+        _, _, proposal = answer(store, settings, rid, "reschedule", DEMO_NOW, channel="cli")
+        assert proposal is not None
+        page = c.get("/").text
+        api = c.get("/api/recommendation").json()["recommendation"]
+    card = page.split('id="recommendation"')[1].split("</section>")[0]
+    assert "Answered: <strong>rescheduled</strong> via cli" in card
+    assert 'data-testid="rec-rescheduled">Rescheduled to:' in card
+    start = proposal.window_start.astimezone(settings.tz).strftime("%H:%M")
+    assert start in card.split("Rescheduled to:")[1]
+    assert "no answers yet" not in card and "made before your first answer" in card
+    assert api["rescheduled_to"]["id"] == proposal.id
 
 
 @pytest.mark.parametrize("sent", [None, "0" * 64, "not-hex"])
@@ -368,10 +392,41 @@ def test_a_belief_is_shown_per_axis_and_a_reauth_shows_its_command(demo, memory_
         status = c.get("/api/status").json()
     assert "unknown (this runner keeps no belief)" not in html
     for axis, value in (("social", "0.20"), ("morning", "0.80"), ("work", "0.55")):
-        assert re.search(rf"<dt>{axis}</dt><dd><meter[^>]*>{value}</meter>", html)
+        assert re.search(
+            rf"<dt>{axis}( <span[^<]*</span>)?</dt><dd><meter[^>]*>{value}</meter>", html
+        )
     assert "Action needed: run <code>rhythm-bridge auth ics</code>" in html
     ics = next(x for x in status["sources"] if x["source"] == "ics")
     assert ics["action_needed"] == "rhythm-bridge auth ics"
+
+
+def test_the_page_says_in_words_what_its_numbers_mean(demo, memory_keyring):
+    """Issue 41 item 8: each meter's meaning and which way is good, confidence in words,
+    human action names, the belief explained, labels as sure/unsure, local times."""
+    from bridge.web.words import METER_MEANINGS
+
+    settings, store = demo
+    with store.transaction() as s:
+        store.set_meta(s, "last_cycle_at", "2026-11-19T07:25:55.562107+00:00")
+    with client(settings, store) as c:
+        html = c.get("/").text
+    for m in METERS:
+        line = re.search(rf'data-testid="meaning-{m}">([^<]+)<', html).group(1)
+        assert unescape(line) == METER_MEANINGS[m] and "Higher is better" in line
+        word = re.search(rf'data-testid="confidence-{m}">confidence <strong>(\w+)</strong>', html)
+        assert word and word.group(1) in ("high", "medium", "low")
+    text = re.sub(r"<[^>]+>", " ", html.split("<script")[0])  # what a person reads
+    assert "_WORK" not in text and "NOT_AN_ACTION" not in text and "UNCLASSIFIED" not in text
+    assert "P(accept)" not in text
+    assert '<option value="DEEP_WORK">Deep work</option>' in html
+    assert 'data-testid="belief-line">Learnt from your answers' in html
+    assert "introvert ↔ extrovert" in html
+    hows = re.findall(r'data-testid="label-how"[^>]*>([^<]+)<', html)
+    assert hows and all(re.fullmatch(r"[a-zA-Z' ]+(, (sure|unsure))?", h) for h in hows), hows
+    assert "rules 0.90" not in text and "by a rule, sure" in text
+    # Times in the person's zone (Berlin, UTC+1), never a raw ISO instant.
+    assert "Last cycle: <time" in html and "Thu 19 Nov 08:25</time>" in html
+    assert "+00:00<" not in html and not re.search(r">\d{4}-\d\d-\d\dT", html)
 
 
 def test_the_trend_line_breaks_where_a_slot_has_no_value():
@@ -414,7 +469,7 @@ def test_an_axis_the_model_is_unsure_of_says_not_sure_yet(demo, memory_keyring):
         row.belief_sd = json.dumps([UNSURE_SD + 0.1, UNSURE_SD - 0.1, UNSURE_SD + 0.01])
     with client(settings, store) as c:
         html = c.get("/").text
-    rows = re.findall(r"<dt>(\w+)</dt><dd>(.*?)</dd>", html)
+    rows = re.findall(r"<dt>(\w+)(?: <span[^<]*</span>)?</dt><dd>(.*?)</dd>", html)
     unsure = {axis for axis, body in rows if "not sure yet" in body}
     assert unsure == {"social", "work"}
     assert "± 0.25" in html and "± 0.05" in html

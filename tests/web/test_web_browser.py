@@ -11,6 +11,8 @@ from sqlalchemy import select
 
 from bridge.store.models import Feedback, Recommendation
 from bridge.web.server import BackgroundServer
+from bridge.web.words import readable
+from mappings.actions import action_name
 from tests.conftest import DEMO_NOW
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -23,7 +25,8 @@ FLAGS = [
     "--no-first-run",
 ]
 ROOT = Path(__file__).parents[2]
-# Screenshots land here (CI can keep the folder); UPDATE_SCREENSHOT=1 refreshes docs/screenshot.png.
+# Screenshots land here (CI can keep the folder); UPDATE_SCREENSHOT=1 refreshes
+# docs/screenshot.png (the page) and docs/screenshot-answered.png (its card once answered).
 ARTIFACTS = Path(os.environ.get("RHYTHM_BRIDGE_ARTIFACTS", ROOT / ".artifacts"))
 
 
@@ -55,8 +58,8 @@ def test_load_the_page_accept_and_find_it_in_the_database(demo, memory_keyring, 
             action, rationale = sess.execute(
                 select(Recommendation.action, Recommendation.rationale)
             ).one()
-        assert page.get_by_test_id("rec-action").inner_text() == action.replace("_", " ").title()
-        assert page.locator(".rationale").inner_text() == rationale
+        assert page.get_by_test_id("rec-action").inner_text() == action_name(action)
+        assert page.locator(".rationale").inner_text() == readable(rationale)
         # The free window of the demo calendar: from now to the stand-up.
         assert page.get_by_test_id("rec-window").inner_text() == "free 08:40–09:30"
         page.screenshot(path=str(ARTIFACTS / "page.png"), full_page=True)
@@ -73,6 +76,10 @@ def test_load_the_page_accept_and_find_it_in_the_database(demo, memory_keyring, 
         page.reload()  # the server now shows the stored answer, not the buttons
         assert "accepted via web" in page.get_by_test_id("rec-answer").inner_text()
         assert page.get_by_role("button", name="Accept").count() == 0
+        assert "no answers yet" not in page.locator(".rationale").inner_text()
+        page.locator("#recommendation").screenshot(path=str(ARTIFACTS / "page-answered.png"))
+        if os.environ.get("UPDATE_SCREENSHOT"):
+            shutil.copy(ARTIFACTS / "page-answered.png", ROOT / "docs" / "screenshot-answered.png")
         page.close()
     assert not web.thread.is_alive()
     with store.session() as s:
