@@ -12,13 +12,16 @@ import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from sqlalchemy import Engine, event
 
 from bridge.config import Settings
 from bridge.store import Store
 from connectors.base import ReadContext
+from tests.people import unscoped
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).parent.parent
@@ -28,6 +31,19 @@ DEMO_NOW = datetime(2026, 11, 19, 8, 40, tzinfo=BERLIN)
 
 
 PG_ADMIN_URL = os.environ.get("RB_TEST_DATABASE_URL", "")
+
+
+@event.listens_for(Engine, "before_cursor_execute")
+def _every_read_names_its_person(
+    conn: Any, _cursor: Any, statement: str, _params: Any, _context: Any, _many: bool
+) -> None:
+    # The whole suite runs with this check: a statement that reads, changes or deletes a
+    # person's rows without naming the person would mix people; migrations are exempt.
+    if conn.info.get("migrating"):
+        return
+    problem = unscoped(statement)
+    if problem:
+        raise AssertionError(f"{problem}: {statement[:300]}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

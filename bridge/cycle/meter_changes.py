@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy import String, delete, func, select, type_coerce, update
 
 from bridge.store import Store
+from bridge.store.db import person_of
 from bridge.store.models import CalendarEvent, MeterChange, Reading, Task, TaskChange
 from mappings.frames import USED_METRICS
 from mappings.slots import SlotKey
@@ -94,14 +95,17 @@ def take_changes(store: Store) -> Taken:
     runs in the transaction that stores the meters: a cycle cut short leaves them for the
     next one, and a day written meanwhile gets a fresh note."""
     c = MeterChange.__table__  # type: ignore[attr-defined]
+    mine = c.c.person == store.person
     with store.session() as session:
-        rows = session.execute(select(c.c.id, c.c.kind, c.c.day)).all()
+        rows = session.execute(select(c.c.id, c.c.kind, c.c.day).where(mine)).all()
     if not rows:
         return Taken([], [])
     ids = [row[0] for row in rows]
     with store.transaction() as session:
         for at in range(0, len(ids), 500):
-            session.execute(update(c).where(c.c.id.in_(ids[at : at + 500])).values(taken=True))
+            session.execute(
+                update(c).where(mine, c.c.id.in_(ids[at : at + 500])).values(taken=True)
+            )
     days = []
     for _, kind, day in rows:
         try:
@@ -114,7 +118,7 @@ def take_changes(store: Store) -> Taken:
 def forget_taken(session: Any, taken: Taken) -> None:
     if taken.ids:
         c = MeterChange.__table__  # type: ignore[attr-defined]
-        session.execute(delete(c).where(c.c.taken.is_(True)))
+        session.execute(delete(c).where(c.c.person == person_of(session), c.c.taken.is_(True)))
 
 
 def _day(value: Any) -> str:
@@ -140,6 +144,7 @@ def fingerprints(
     r, e = Reading.__table__, CalendarEvent.__table__  # type: ignore[attr-defined]
     r_day, e_day = func.date(r.c.start_utc), func.date(e.c.start_utc)
     with store.session() as session:
+        person = person_of(session)
         readings = session.execute(
             select(
                 r_day,
@@ -148,7 +153,12 @@ def fingerprints(
                 func.sum(r.c.utc_offset_min),
                 func.max(r.c.imported_at),
             )
-            .where(r.c.metric.in_(sorted(USED_METRICS)), r.c.start_utc >= lo, r.c.start_utc < hi)
+            .where(
+                r.c.person == person,
+                r.c.metric.in_(sorted(USED_METRICS)),
+                r.c.start_utc >= lo,
+                r.c.start_utc < hi,
+            )
             .group_by(r_day)
         ).all()
         events = session.execute(
@@ -159,7 +169,9 @@ def fingerprints(
                 func.sum(e.c.action_confidence),
                 func.max(e.c.classified_hash),
             )
-            .where(e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < hi)
+            .where(
+                e.c.person == person, e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < hi
+            )
             .group_by(e_day)
         ).all()
         # Deadlines reach a week back (proximity looks ahead), so they get their own key;
@@ -172,7 +184,9 @@ def fingerprints(
                 e.c.title,
                 e.c.status,
                 type_coerce(e.c.updated_at, String),
-            ).where(e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < hi)
+            ).where(
+                e.c.person == person, e.c.start_utc >= lo - timedelta(days=1), e.c.start_utc < hi
+            )
         ).all()
     out = {f"r:{_day(row[0])}": _join(row[1:]) for row in readings}
     out.update({f"e:{_day(row[0])}": _join(row[1:]) for row in events})
@@ -196,6 +210,7 @@ def task_fingerprints(store: Store, lo: datetime) -> dict[str, str]:
         rows = session.execute(
             select(first, t.c.updated_at, t.c.content_hash)
             .join(h, h.c.task_id == t.c.id)
+            .where(t.c.person == person_of(session), h.c.person == person_of(session))
             .group_by(t.c.id, t.c.updated_at, t.c.content_hash)
         ).all()
     days: dict[str, list[str]] = {}

@@ -14,7 +14,7 @@ from bridge.clock import current_slot
 from bridge.config import Settings
 from bridge.errors import ConfigError
 from bridge.store import Store, upsert
-from bridge.store.db import dumps, utcnow
+from bridge.store.db import dumps, person_of, utcnow
 from bridge.store.models import CalendarEvent, MeterSnapshot, Reading, Task, TaskChange
 from mappings.actions import METERS
 from mappings.freshness import FreshnessRules
@@ -63,8 +63,10 @@ def load_frames(
         return type_coerce(col, String).label(column) if column.endswith("_utc") else col
 
     with store.session() as session:
+        person = person_of(session)
         readings = session.execute(
             select(*(raw(r, c) for c in columns)).where(
+                r.c.person == person,
                 r.c.metric.in_(sorted(USED_METRICS)),
                 r.c.start_utc >= lo - LONGEST_RECORD,
                 r.c.start_utc < hi,
@@ -73,6 +75,7 @@ def load_frames(
         ).all()
         events = session.execute(
             select(*(raw(e, c) for c in EVENT_COLUMNS)).where(
+                e.c.person == person,
                 e.c.start_utc >= lo - LONGEST_RECORD,
                 e.c.start_utc < (events_hi or hi),
                 e.c.end_utc >= lo,
@@ -92,7 +95,8 @@ def _task_frame(store: Store, lo: datetime, hi: datetime) -> pd.DataFrame | None
 
     t, h = Task.__table__, TaskChange.__table__  # type: ignore[attr-defined]
     with store.session() as session:
-        if session.execute(select(t.c.id).limit(1)).first() is None:
+        person = person_of(session)
+        if session.execute(select(t.c.id).where(t.c.person == person).limit(1)).first() is None:
             return None
         rows = session.execute(
             select(
@@ -105,6 +109,8 @@ def _task_frame(store: Store, lo: datetime, hi: datetime) -> pd.DataFrame | None
             )
             .join(t, t.c.id == h.c.task_id)
             .where(
+                h.c.person == person,
+                t.c.person == person,
                 h.c.at_utc < hi,
                 (t.c.updated_at >= lo) | ((t.c.status == "open") & t.c.deleted.is_(False)),
             )
@@ -139,9 +145,11 @@ def _data_bound(
     r = Reading.__table__  # type: ignore[attr-defined]
     e = CalendarEvent.__table__  # type: ignore[attr-defined]
     pick = func.max if newest else func.min
+    person = person_of(session)
 
     def within(column: Any) -> list[Any]:
         return [
+            column.table.c.person == person,
             *([column >= lo] if lo is not None else []),
             *([column < hi] if hi is not None else []),
         ]
@@ -208,14 +216,19 @@ def _first_missing(store: Store, first: SlotKey, last: SlotKey) -> SlotKey | Non
     end = last.local_date
     whole_days = (end - first.local_date).days
     with store.session() as session:
+        mine = m.c.person == person_of(session)
         n = session.execute(
-            select(func.count()).where(m.c.local_date >= first.local_date, m.c.local_date < end)
+            select(func.count()).where(
+                mine, m.c.local_date >= first.local_date, m.c.local_date < end
+            )
         ).scalar_one()
         lo = end if n == 4 * whole_days else first.local_date
         found = {
             (d, s)
             for d, s in session.execute(
-                select(m.c.local_date, m.c.slot).where(m.c.local_date >= lo, m.c.local_date <= end)
+                select(m.c.local_date, m.c.slot).where(
+                    mine, m.c.local_date >= lo, m.c.local_date <= end
+                )
             )
         }
     for key in slots_between(max(first, SlotKey(lo, 0), key=_order), last):

@@ -29,7 +29,7 @@ from bridge.errors import Cancelled, InputError
 from bridge.intake.parse_apart import apple_records
 from bridge.intake.tasks import delete_missing, write_tasks
 from bridge.store import Store, upsert
-from bridge.store.db import utcnow
+from bridge.store.db import person_of, utcnow
 from bridge.store.models import CalendarEvent, ImportedFile, Reading, SyncState
 from connectors import file_source
 from connectors.base import (
@@ -183,8 +183,11 @@ class ReadingWriter:
             to_db = table.c.start_utc.type._cached_bind_processor(conn.dialect)
             self.to_db = _sqlite_datetime if _same_as(to_db, _sqlite_datetime) else to_db
             self.stamp = self.to_db(now)
-            cols = ", ".join(READING_COLUMNS)
-            marks = ", ".join("?" for _ in READING_COLUMNS)
+            # Rows are queued without their person (the same for the whole write): it is
+            # bound first when they are written.
+            self.person = person_of(session)
+            cols = ", ".join(("person", *READING_COLUMNS))
+            marks = ", ".join("?" for _ in range(len(READING_COLUMNS) + 1))
             changed = " OR ".join(f"readings.{c} IS NOT excluded.{c}" for c in READING_UPDATE)
             # Every row fires the meter_changes trigger, so SQLite keeps a statement
             # journal for each; in a temp file that cost 3 s of system time on a 200 MB
@@ -194,7 +197,7 @@ class ReadingWriter:
             raw.execute("PRAGMA temp_store = MEMORY")
             self.sql = (
                 f"INSERT INTO readings ({cols}) VALUES ({marks}) "
-                f"ON CONFLICT ({', '.join(READING_KEY)}) DO UPDATE SET "
+                f"ON CONFLICT (person, {', '.join(READING_KEY)}) DO UPDATE SET "
                 + ", ".join(f"{c} = excluded.{c}" for c in READING_UPDATE)
                 + f" WHERE {changed}"
             )
@@ -295,7 +298,8 @@ class ReadingWriter:
                 return upsert(self.session, Reading, rows, keys=READING_KEY, update=READING_UPDATE)
             cursor = self.conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
             try:
-                cursor.executemany(self.sql, rows)
+                person = self.person
+                cursor.executemany(self.sql, [(person, *row) for row in rows])
                 return max(0, cursor.rowcount)
             finally:
                 cursor.close()
@@ -360,6 +364,7 @@ class Revisions:
             return 0
         table = Reading.__table__  # type: ignore[attr-defined]
         conn = session.connection()
+        mine = table.c.person == person_of(session)
         cols = (table.c.id, table.c.metric, table.c.origin, table.c.label)
         instants = (table.c.start_utc, table.c.end_utc)
         doomed: list[int] = []
@@ -368,6 +373,7 @@ class Revisions:
             chunk = names[i : i + 500]
             rows = conn.execute(
                 select(*cols, *instants, table.c.revision).where(
+                    mine,
                     table.c.source == source,
                     table.c.revision != "",  # lets the planner use the partial index
                     table.c.revision.in_(chunk),
@@ -382,6 +388,7 @@ class Revisions:
         hi = max(span[2] for span in self.spans.values())
         legacy = conn.execute(
             select(table.c.id, table.c.metric, table.c.origin, *instants).where(
+                mine,
                 table.c.source == source,
                 table.c.revision == "",
                 table.c.metric.in_(metrics),
@@ -399,7 +406,7 @@ class Revisions:
                         doomed.append(rid)
                         break
         for i in range(0, len(doomed), 500):
-            conn.execute(delete(table).where(table.c.id.in_(doomed[i : i + 500])))
+            conn.execute(delete(table).where(mine, table.c.id.in_(doomed[i : i + 500])))
         return len(doomed)
 
 
@@ -599,6 +606,7 @@ def cancel_missing(
     """Mark events of the scope's calendar and window that the source no longer has."""
     table = CalendarEvent.__table__  # type: ignore[attr-defined]
     cond = and_(
+        table.c.person == person_of(session),
         table.c.source == source,
         table.c.calendar_id == scope.calendar_id,
         table.c.start_utc >= scope.start,

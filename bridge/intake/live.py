@@ -20,6 +20,7 @@ from bridge.config import Settings
 from bridge.errors import SourceError
 from bridge.intake.ingest import ImportSummary, write_records
 from bridge.store import Store, upsert
+from bridge.store.db import person_of
 from bridge.store.models import CalendarEvent, SyncState
 from connectors.base import ReadContext
 from connectors.live import Cancellation, Cursors, Progress, PullResult, no_progress
@@ -66,7 +67,8 @@ def cancel(session: Session, source: str, item: Cancellation, now: datetime) -> 
     """Mark stored events cancelled: one instance, or every row of a uid."""
     table = CalendarEvent.__table__  # type: ignore[attr-defined]
     cond = (
-        (table.c.source == source)
+        (table.c.person == person_of(session))
+        & (table.c.source == source)
         & (table.c.calendar_id == item.calendar_id)
         & (table.c.uid == item.uid)
         & (table.c.status != "cancelled")

@@ -30,7 +30,7 @@ from bridge.config import Settings
 from bridge.errors import InputError
 from bridge.intake.ingest import ImportSummary, write_records
 from bridge.store import Store, upsert
-from bridge.store.db import utcnow
+from bridge.store.db import person_of, utcnow
 from bridge.store.models import SyncState
 from connectors import health_auto_export, shortcut
 from connectors.base import ReadContext
@@ -219,6 +219,7 @@ def _record_device(session: Any, device: str, now: datetime, *, records: int) ->
     session.execute(
         table.update()
         .where(
+            table.c.person == person_of(session),
             table.c.source == SOURCE,
             table.c.stream == DEVICE_STREAM,
             table.c.partition == device,

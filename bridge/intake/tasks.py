@@ -16,6 +16,7 @@ from sqlalchemy import select, tuple_, update
 from sqlmodel import Session
 
 from bridge.store import upsert
+from bridge.store.db import person_of
 from bridge.store.models import Task, TaskChange
 from connectors.base import TASK_HASHED_FIELDS, TaskScope
 
@@ -40,7 +41,11 @@ def _stored(session: Session, source: str, keys: list[tuple[str, str]]) -> dict[
                 t.c.due_utc,
                 t.c.completed_utc,
                 t.c.deleted,
-            ).where(t.c.source == source, tuple_(t.c.list_id, t.c.uid).in_(chunk))
+            ).where(
+                t.c.person == person_of(session),
+                t.c.source == source,
+                tuple_(t.c.list_id, t.c.uid).in_(chunk),
+            )
         ).all()
         out.update({(r[0], r[1]): r[2:] for r in rows})
     return out
@@ -110,14 +115,19 @@ def delete_missing(
     keep = seen | scope.keep
     rows = session.execute(
         select(t.c.id, t.c.uid).where(
-            t.c.source == source, t.c.list_id == scope.list_id, t.c.deleted.is_(False)
+            t.c.person == person_of(session),
+            t.c.source == source,
+            t.c.list_id == scope.list_id,
+            t.c.deleted.is_(False),
         )
     ).all()
     gone = [task_id for task_id, uid in rows if uid not in keep]
     for i in range(0, len(gone), _KEYS_PER_QUERY * 2):
         chunk = gone[i : i + _KEYS_PER_QUERY * 2]
         session.connection().execute(
-            update(t).where(t.c.id.in_(chunk)).values(deleted=True, updated_at=now)
+            update(t)
+            .where(t.c.person == person_of(session), t.c.id.in_(chunk))
+            .values(deleted=True, updated_at=now)
         )
         upsert(
             session,

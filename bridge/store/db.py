@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -11,6 +12,8 @@ from typing import Any, cast
 
 from sqlalchemy import CursorResult, Engine, Result, create_engine, event, inspect, or_, select
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import ORMExecuteState, with_loader_criteria
+from sqlalchemy.orm import Session as OrmSession
 from sqlmodel import Session, SQLModel
 
 from bridge.errors import StoreError
@@ -69,7 +72,7 @@ def _alembic_config(engine: Engine) -> Any:
     return cfg
 
 
-def migrate(engine: Engine) -> None:
+def migrate(engine: Engine, *, person: str = models.DEFAULT_PERSON) -> None:
     """Bring the schema to the newest version; refuse a database from a newer release.
 
     A database already at the newest version (every start but the first after an upgrade)
@@ -83,6 +86,8 @@ def migrate(engine: Engine) -> None:
     from alembic.script import ScriptDirectory
 
     cfg = _alembic_config(engine)
+    # A store made before people existed becomes this person's (migration i40_people).
+    cfg.attributes["person"] = person
     script = ScriptDirectory.from_config(cfg)
     head = script.get_current_head()
     if current == head:
@@ -135,15 +140,60 @@ def schema_version(engine: Engine) -> str | None:
     return versions[0] if len(versions) == 1 else None
 
 
-class Store:
-    """The database behind one installation."""
+# Every table holds rows of several people; these are scoped to the session's person.
+OWNED: tuple[type[SQLModel], ...] = tuple(
+    m for m in vars(models).values() if isinstance(m, type) and hasattr(m, "__table__")
+)
 
-    def __init__(self, url: str, *, create: bool = True) -> None:
+
+# A person's name is part of keys, file names and keyring entries: plain and lowercase.
+PERSON_NAME = re.compile(rf"[a-z0-9][a-z0-9_-]{{0,{models.PERSON_MAX - 1}}}")
+
+
+def person_of(session: OrmSession) -> str:
+    """Whose rows this session reads and writes (a Core statement must name it itself)."""
+    person = session.info.get("person")
+    if not person:  # a session not made by Store.session(): refuse rather than mix people
+        raise StoreError("a database session without a person; open it with Store.session()")
+    return str(person)
+
+
+@event.listens_for(Session, "do_orm_execute")
+def _only_this_person(state: ORMExecuteState) -> None:
+    # Every ORM SELECT, UPDATE and DELETE (session.get, joins and counts included) sees
+    # only the session's person's rows: one place, so no query can forget it.
+    if state.is_select or state.is_update or state.is_delete:
+        person = person_of(state.session)
+        state.statement = state.statement.options(
+            *(with_loader_criteria(m, m.person == person, include_aliases=True) for m in OWNED)  # type: ignore[attr-defined]
+        )
+
+
+@event.listens_for(Session, "before_flush")
+def _file_under_person(session: Session, _context: Any, _instances: Any) -> None:
+    person = person_of(session)
+    for obj in session.new:
+        if isinstance(obj, OWNED):
+            obj.person = person
+
+
+class Store:
+    """The database behind one installation, opened for one person of it."""
+
+    def __init__(
+        self, url: str, *, create: bool = True, person: str = models.DEFAULT_PERSON
+    ) -> None:
+        if not PERSON_NAME.fullmatch(person):
+            raise StoreError(
+                f"person name {person!r}: use 1-64 lowercase letters, digits, '-' or '_', "
+                "starting with a letter or digit"
+            )
         self.url = url
+        self.person = person
         self.engine = make_engine(url)
         try:
             if create:
-                migrate(self.engine)
+                migrate(self.engine, person=person)
         except OperationalError as err:
             self.engine.dispose()
             raise StoreError(f"cannot open database {self.display_url}: {err.orig}") from None
@@ -162,7 +212,7 @@ class Store:
         return self.engine.dialect.name == "sqlite"
 
     def session(self) -> Session:
-        return Session(self.engine, expire_on_commit=False)
+        return Session(self.engine, expire_on_commit=False, info={"person": self.person})
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
@@ -181,7 +231,7 @@ class Store:
 
     def get_meta(self, key: str) -> str | None:
         with self.session() as session:
-            row = session.get(models.Meta, key)
+            row = session.get(models.Meta, (self.person, key))
             return row.value if row else None
 
     def set_meta(self, session: Session, key: str, value: str) -> None:
@@ -211,6 +261,10 @@ def upsert(
     """
     if not rows:
         return 0
+    # The person is part of every natural key, and always the session's.
+    person = person_of(session)
+    rows = [{**row, "person": person} for row in rows]
+    keys = ("person", *keys)
     table = model.__table__  # type: ignore[attr-defined]
     dialect = session.get_bind().dialect.name
     # The two dialects' INSERTs share the ON CONFLICT API but no common type.

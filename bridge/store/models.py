@@ -2,14 +2,29 @@
 
 Instants are aware UTC datetimes (sqlmodel's UTCDateTime refuses naive ones) plus the
 source's UTC offset in minutes, so local wall time can be rebuilt as the source saw it.
+
+Every row belongs to one person (`person`, first in every natural key): a household or a
+study shares one database, and a Store opened for a person reads and writes only that
+person's rows (bridge.store.db scopes every ORM statement; Core statements name it).
 """
 
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Any
 
 from sqlalchemy import Column, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
+
+# The person an existing one-person store's rows become, and whom a Store serves by default.
+DEFAULT_PERSON = "me"
+PERSON_MAX = 64
+
+
+def person_field() -> Any:
+    # No default: a row without its person is refused by the database (NOT NULL), never
+    # filed under someone. The Store fills it in on every write (bridge.store.db).
+    return Field(max_length=PERSON_MAX)
 
 
 class Reading(SQLModel, table=True):
@@ -18,6 +33,7 @@ class Reading(SQLModel, table=True):
     __tablename__ = "readings"
     __table_args__ = (
         UniqueConstraint(
+            "person",
             "source",
             "metric",
             "origin",
@@ -26,11 +42,12 @@ class Reading(SQLModel, table=True):
             "label",
             name="uq_readings_natural",
         ),
-        Index("ix_readings_metric_start", "metric", "start_utc"),
+        Index("ix_readings_metric_start", "person", "metric", "start_utc"),
         # Only revised facts are looked up by revision; final samples (most rows, all
         # under one key) would only make every insert dearer.
         Index(
             "ix_readings_revision",
+            "person",
             "source",
             "revision",
             sqlite_where=text("revision != ''"),
@@ -39,6 +56,7 @@ class Reading(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     source: str = Field(max_length=32)  # connector: apple_health, whoop, garmin, ...
     metric: str = Field(max_length=48)  # steps, sleep, hrv_sdnn, resting_hr, ...
     origin: str = Field(default="", max_length=200)  # device/app that measured it
@@ -60,11 +78,14 @@ class CalendarEvent(SQLModel, table=True):
 
     __tablename__ = "calendar_events"
     __table_args__ = (
-        UniqueConstraint("source", "calendar_id", "uid", "recurrence_id", name="uq_events_natural"),
-        Index("ix_events_start", "start_utc"),
+        UniqueConstraint(
+            "person", "source", "calendar_id", "uid", "recurrence_id", name="uq_events_natural"
+        ),
+        Index("ix_events_start", "person", "start_utc"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     source: str = Field(max_length=32)
     calendar_id: str = Field(max_length=300)
     uid: str = Field(max_length=300)
@@ -91,9 +112,12 @@ class SyncState(SQLModel, table=True):
     """Where one source/stream/partition stands: cursor, last success, last error, status."""
 
     __tablename__ = "sync_state"
-    __table_args__ = (UniqueConstraint("source", "stream", "partition", name="uq_sync_state"),)
+    __table_args__ = (
+        UniqueConstraint("person", "source", "stream", "partition", name="uq_sync_state"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     source: str = Field(max_length=32)
     stream: str = Field(default="", max_length=48)
     partition: str = Field(default="", max_length=300)
@@ -112,9 +136,10 @@ class ImportedFile(SQLModel, table=True):
     """A file imported by content hash, so a watched folder imports each version once."""
 
     __tablename__ = "imported_files"
-    __table_args__ = (UniqueConstraint("kind", "sha256", name="uq_imported_files"),)
+    __table_args__ = (UniqueConstraint("person", "kind", "sha256", name="uq_imported_files"),)
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     kind: str = Field(max_length=32)
     sha256: str = Field(max_length=64)
     path: str = Field(sa_column=Column(Text, nullable=False))
@@ -128,9 +153,10 @@ class MeterSnapshot(SQLModel, table=True):
     """The five meters of one local slot, each nullable, with confidence and provenance."""
 
     __tablename__ = "meter_snapshots"
-    __table_args__ = (UniqueConstraint("local_date", "slot", name="uq_meter_slot"),)
+    __table_args__ = (UniqueConstraint("person", "local_date", "slot", name="uq_meter_slot"),)
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     local_date: date
     slot: int
     day: int
@@ -160,11 +186,12 @@ class MeterChange(SQLModel, table=True):
 
     __tablename__ = "meter_changes"
     __table_args__ = (
-        Index("ix_meter_changes_day", "kind", "day", "taken"),
+        Index("ix_meter_changes_day", "person", "kind", "day", "taken"),
         # A day waits once: each written row's trigger is one probe of this index
         # (migration i18_cheaper_notes).
         Index(
             "ux_meter_changes_waiting",
+            "person",
             "kind",
             "day",
             unique=True,
@@ -174,6 +201,7 @@ class MeterChange(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     kind: str = Field(max_length=1)
     day: str = Field(max_length=10)  # YYYY-MM-DD, UTC
     taken: bool = False
@@ -183,9 +211,12 @@ class Recommendation(SQLModel, table=True):
     """What the runner recommended for one slot, with what it saw and believed."""
 
     __tablename__ = "recommendations"
-    __table_args__ = (UniqueConstraint("local_date", "slot", name="uq_recommendation_slot"),)
+    __table_args__ = (
+        UniqueConstraint("person", "local_date", "slot", name="uq_recommendation_slot"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     local_date: date
     slot: int
     timestep: int
@@ -212,9 +243,12 @@ class Feedback(SQLModel, table=True):
     """The person's answer to one recommendation (one answer each; repeats are no-ops)."""
 
     __tablename__ = "feedback"
-    __table_args__ = (UniqueConstraint("recommendation_id", name="uq_feedback_recommendation"),)
+    __table_args__ = (
+        UniqueConstraint("person", "recommendation_id", name="uq_feedback_recommendation"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     recommendation_id: int = Field(foreign_key="recommendations.id")
     response: str = Field(max_length=16)  # accepted|ignored|rescheduled|expired
     reward: float
@@ -227,6 +261,7 @@ class Meta(SQLModel, table=True):
 
     __tablename__ = "meta"
 
+    person: str = Field(primary_key=True, max_length=PERSON_MAX)
     key: str = Field(primary_key=True, max_length=64)
     value: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
 
@@ -236,10 +271,11 @@ class Notification(SQLModel, table=True):
 
     __tablename__ = "notifications"
     __table_args__ = (
-        UniqueConstraint("recommendation_id", "channel", name="uq_notification_channel"),
+        UniqueConstraint("person", "recommendation_id", "channel", name="uq_notification_channel"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     recommendation_id: int = Field(foreign_key="recommendations.id")
     channel: str = Field(max_length=16)  # ntfy|webhook
     status: str = Field(default="sending", max_length=16)  # sending|sent|failed
@@ -258,9 +294,10 @@ class GoogleWrite(SQLModel, table=True):
     """
 
     __tablename__ = "google_writes"
-    __table_args__ = (UniqueConstraint("recommendation_id", name="uq_google_write_rec"),)
+    __table_args__ = (UniqueConstraint("person", "recommendation_id", name="uq_google_write_rec"),)
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     recommendation_id: int = Field(foreign_key="recommendations.id")
     calendar_id: str = Field(max_length=300)
     event_id: str = Field(max_length=64)
@@ -277,9 +314,12 @@ class ImplicitWatch(SQLModel, table=True):
     """
 
     __tablename__ = "implicit_watch"
-    __table_args__ = (UniqueConstraint("recommendation_id", "event_id", name="uq_implicit_watch"),)
+    __table_args__ = (
+        UniqueConstraint("person", "recommendation_id", "event_id", name="uq_implicit_watch"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     recommendation_id: int = Field(foreign_key="recommendations.id")
     event_id: int
     start_utc: datetime
@@ -290,9 +330,12 @@ class ClassifierCorrection(SQLModel, table=True):
     """A title pattern the person labelled by hand; it wins over every other layer."""
 
     __tablename__ = "classifier_corrections"
-    __table_args__ = (UniqueConstraint("pattern", name="uq_classifier_corrections_pattern"),)
+    __table_args__ = (
+        UniqueConstraint("person", "pattern", name="uq_classifier_corrections_pattern"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     pattern: str = Field(max_length=500)  # mappings.classifier_overrides.title_pattern
     title: str = Field(sa_column=Column(Text, nullable=False))  # as the person typed it
     action: str = Field(max_length=24)
@@ -305,9 +348,12 @@ class LLMAnswer(SQLModel, table=True):
     """A cached answer of the optional LLM layer, per normalized title and model."""
 
     __tablename__ = "classifier_llm_cache"
-    __table_args__ = (UniqueConstraint("model", "title_key", name="uq_classifier_llm_cache"),)
+    __table_args__ = (
+        UniqueConstraint("person", "model", "title_key", name="uq_classifier_llm_cache"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     model: str = Field(max_length=200)
     title_key: str = Field(max_length=500)
     action: str = Field(max_length=24)
@@ -320,11 +366,12 @@ class Task(SQLModel, table=True):
 
     __tablename__ = "tasks"
     __table_args__ = (
-        UniqueConstraint("source", "list_id", "uid", name="uq_tasks_natural"),
-        Index("ix_tasks_due", "due_utc"),
+        UniqueConstraint("person", "source", "list_id", "uid", name="uq_tasks_natural"),
+        Index("ix_tasks_due", "person", "due_utc"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     source: str = Field(max_length=32)  # google_tasks, ics
     list_id: str = Field(max_length=300)
     uid: str = Field(max_length=300)
@@ -355,11 +402,12 @@ class TaskChange(SQLModel, table=True):
 
     __tablename__ = "task_history"
     __table_args__ = (
-        UniqueConstraint("task_id", "kind", "at_utc", name="uq_task_history"),
-        Index("ix_task_history_at", "at_utc"),
+        UniqueConstraint("person", "task_id", "kind", "at_utc", name="uq_task_history"),
+        Index("ix_task_history_at", "person", "at_utc"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
     task_id: int = Field(foreign_key="tasks.id")
     kind: str = Field(max_length=16)
     at_utc: datetime

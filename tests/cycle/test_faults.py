@@ -69,7 +69,7 @@ def test_sigkill_in_the_middle_of_an_import_commits_nothing_and_a_rerun_complete
 def test_a_concurrent_writer_holding_the_database_only_delays_the_cycle(store, settings):
     conn = sqlite3.connect(store.engine.url.database, timeout=1, check_same_thread=False)
     conn.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-    conn.execute("INSERT INTO meta (key, value) VALUES ('other', 'writer')")
+    conn.execute("INSERT INTO meta (person, key, value) VALUES ('me', 'other', 'writer')")
     released = threading.Event()
 
     def release():

@@ -13,7 +13,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import delete, select
+from sqlmodel import col
 
 from bridge.auth.secrets import Secrets
 from bridge.cycle.answer import answer
@@ -173,7 +174,7 @@ def test_an_insert_whose_answer_was_lost_is_not_written_twice(week, wsettings, f
     push(week, wsettings, MONDAY + timedelta(minutes=2))
     # As if Google stored the event but the answer never arrived: nothing recorded here.
     with week.transaction() as s:
-        s.execute(GoogleWrite.__table__.delete())
+        s.execute(delete(GoogleWrite))
     report = push(week, wsettings, MONDAY + timedelta(minutes=17))
     assert report.status == "ok" and report.inserted == 1  # 409 duplicate, then a patch
     assert list(ours(fake)) == [event_id(rec)]
@@ -286,8 +287,8 @@ def test_the_sync_does_not_read_written_suggestions_back(week, wsettings, fake):
     assert event_id(rec) not in uids
     # A fresh full list (a new install, a 410) does not read it back either.
     with week.transaction() as s:
-        s.execute(CalendarEvent.__table__.delete().where(CalendarEvent.source == "google_calendar"))
-        s.execute(SyncState.__table__.delete().where(SyncState.source == "google_calendar"))
+        s.execute(delete(CalendarEvent).where(col(CalendarEvent.source) == "google_calendar"))
+        s.execute(delete(SyncState).where(col(SyncState.source) == "google_calendar"))
     assert run_source(week, sync, "google_calendar", ctx).status == "ok"
     with week.session() as s:
         uids = set(s.execute(select(CalendarEvent.uid)).scalars())

@@ -126,7 +126,7 @@ def test_backup_while_a_writer_is_busy_and_restore(store, settings, ctx, tmp_pat
         conn = sqlite3.connect(db, timeout=30)
         i = 0
         while not stop.is_set():
-            conn.execute("INSERT INTO meta (key, value) VALUES (?, 'x')", (f"k{i}",))
+            conn.execute("INSERT INTO meta (person, key, value) VALUES ('me', ?, 'x')", (f"k{i}",))
             conn.commit()
             i += 1
         conn.close()
