@@ -477,3 +477,14 @@ def test_an_axis_the_model_is_unsure_of_says_not_sure_yet(demo, memory_keyring):
         s.get(Recommendation, rec_id(store)).belief_sd = None  # e.g. a runner without one
     with client(settings, store) as c:
         assert "not sure yet" not in c.get("/").text
+
+
+def test_the_page_shows_imported_sources_as_imported_not_disabled(demo):
+    """The demo imports an Apple export and a calendar file without scheduling them: the
+    page says they hold data, with their last import, as `status` does."""
+    settings, store = demo
+    with client(settings, store) as c:
+        html = c.get("/").text
+    apple = re.search(r'data-testid="source-apple_health">([^<]*)<', html)
+    assert apple and apple.group(1) == "imported"
+    assert re.search(r'data-testid="source-whoop">disabled<', html)
