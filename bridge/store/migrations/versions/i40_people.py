@@ -126,7 +126,7 @@ def _foreign_keys(on: bool) -> None:
     bind.exec_driver_sql(f"PRAGMA foreign_keys = {'ON' if on else 'OFF'}")
 
 
-def _rekey_meta(first: str | None) -> None:
+def _rekey_meta(first: str) -> None:
     """meta keyed by (person, key): a new table, the rows copied, swapped in."""
     op.create_table(
         "meta_people",
@@ -135,12 +135,11 @@ def _rekey_meta(first: str | None) -> None:
         sa.Column("value", sa.Text(), nullable=False, server_default=""),
         sa.PrimaryKeyConstraint("person", "key", name="pk_meta"),
     )
-    if first is not None:
-        op.execute(
-            sa.text(
-                "INSERT INTO meta_people (person, key, value) SELECT :p, key, value FROM meta"
-            ).bindparams(p=first)
-        )
+    op.execute(
+        sa.text(
+            "INSERT INTO meta_people (person, key, value) SELECT :p, key, value FROM meta"
+        ).bindparams(p=first)
+    )
     op.drop_table("meta")
     op.rename_table("meta_people", "meta")
 
@@ -150,24 +149,41 @@ def _unkey_meta() -> None:
         "meta_single",
         sa.Column("key", sa.String(64), nullable=False),
         sa.Column("value", sa.Text(), nullable=False, server_default=""),
-        sa.PrimaryKeyConstraint("key", name="pk_meta"),
+        # The name PostgreSQL gave the original table's key (pk_meta is still taken here).
+        sa.PrimaryKeyConstraint("key", name="meta_pkey"),
     )
     op.execute("INSERT INTO meta_single (key, value) SELECT key, min(value) FROM meta GROUP BY key")
     op.drop_table("meta")
     op.rename_table("meta_single", "meta")
 
 
-def upgrade() -> None:
-    bind = op.get_bind()
-    sqlite = bind.dialect.name == "sqlite"
-    first = str(context.config.attributes.get("person") or "me")
+def _begin(sqlite: bool) -> None:
+    """Keys off and the notes' triggers dropped (SQLite: they live on the tables about to
+    be rebuilt), and the indexes dropped: all are made anew in `_end`."""
     if sqlite:
         _foreign_keys(False)
-        # The notes' triggers live on the tables about to be rebuilt; made anew below.
-        for statement in _sqlite_triggers(person=False)[::2]:
-            op.execute(statement)
+        for table, _ in WATCHED:
+            for op_name in OPS:
+                op.execute(f"DROP TRIGGER IF EXISTS meter_changes_{table}_{op_name.lower()}")
     for name, (table, _, _) in INDEXES.items():
         op.drop_index(name, table_name=table)
+
+
+def _end(sqlite: bool, *, person: bool) -> None:
+    for name, (table, columns, kwargs) in INDEXES.items():
+        op.create_index(name, table, ["person", *columns] if person else columns, **kwargs)
+    for statement in (
+        _sqlite_triggers(person=person) if sqlite else _postgresql_functions(person=person)
+    ):
+        op.execute(statement)
+    if sqlite:
+        _foreign_keys(True)
+
+
+def upgrade() -> None:
+    sqlite = op.get_bind().dialect.name == "sqlite"
+    first = str(context.config.attributes.get("person") or "me")
+    _begin(sqlite)
     for table, unique in UNIQUE.items():
         with op.batch_alter_table(table) as batch:
             batch.add_column(
@@ -179,25 +195,12 @@ def upgrade() -> None:
         with op.batch_alter_table(table) as batch:
             batch.alter_column("person", server_default=None)
     _rekey_meta(first)
-    for name, (table, columns, kwargs) in INDEXES.items():
-        op.create_index(name, table, ["person", *columns], **kwargs)
-    for statement in (
-        _sqlite_triggers(person=True) if sqlite else _postgresql_functions(person=True)
-    ):
-        op.execute(statement)
-    if sqlite:
-        _foreign_keys(True)
+    _end(sqlite, person=True)
 
 
 def downgrade() -> None:
-    bind = op.get_bind()
-    sqlite = bind.dialect.name == "sqlite"
-    if sqlite:
-        _foreign_keys(False)
-        for statement in _sqlite_triggers(person=False)[::2]:
-            op.execute(statement)
-    for name, (table, _, _) in INDEXES.items():
-        op.drop_index(name, table_name=table)
+    sqlite = op.get_bind().dialect.name == "sqlite"
+    _begin(sqlite)
     for table, unique in UNIQUE.items():
         with op.batch_alter_table(table) as batch:
             if unique:
@@ -205,11 +208,4 @@ def downgrade() -> None:
                 batch.create_unique_constraint(unique[0], unique[1])
             batch.drop_column("person")
     _unkey_meta()
-    for name, (table, columns, kwargs) in INDEXES.items():
-        op.create_index(name, table, columns, **kwargs)
-    for statement in (
-        _sqlite_triggers(person=False) if sqlite else _postgresql_functions(person=False)
-    ):
-        op.execute(statement)
-    if sqlite:
-        _foreign_keys(True)
+    _end(sqlite, person=False)
