@@ -224,13 +224,13 @@ def page_view(request: Request) -> Response:
     )
 
 
-def history_page(request: Request) -> Response:
-    from bridge.web.history import RANGE_LABELS, history
-    from bridge.web.history_charts import page_charts
+def _history_asked(request: Request) -> dict[str, Any]:
+    """The history document for the range the query asks for (the page and the API)."""
+    from bridge.web.history import history
 
     st = _state(request)
     q = request.query_params
-    doc = history(
+    return history(
         st.store,
         st.settings,
         st.now(),
@@ -238,6 +238,13 @@ def history_page(request: Request) -> Response:
         first=q.get("from"),
         last=q.get("to"),
     )
+
+
+def history_page(request: Request) -> Response:
+    from bridge.web.history import RANGE_LABELS
+    from bridge.web.history_charts import page_charts
+
+    doc = _history_asked(request)
     return templates.TemplateResponse(
         request,
         "history.html",
@@ -345,20 +352,7 @@ def api_meters(request: Request) -> Response:
 def api_history(request: Request) -> Response:
     """Daily (or weekly, over long ranges) meters, inputs and answers: ?range=4w|3m|1y|all
     or ?from=YYYY-MM-DD&to=YYYY-MM-DD."""
-    from bridge.web.history import history
-
-    st = _state(request)
-    q = request.query_params
-    return JSONResponse(
-        history(
-            st.store,
-            st.settings,
-            st.now(),
-            range_name=q.get("range"),
-            first=q.get("from"),
-            last=q.get("to"),
-        )
-    )
+    return JSONResponse(_history_asked(request))
 
 
 def api_recommendation(request: Request) -> Response:
