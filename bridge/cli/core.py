@@ -40,6 +40,7 @@ COMMAND_ORDER = (
     "meters",
     "recommend",
     "feedback",
+    "checkin",
     "classify",
     "export",
     "serve",

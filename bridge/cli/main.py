@@ -4,6 +4,7 @@ from __future__ import annotations
 
 # Each command module registers its commands on `app` when imported (one line each).
 import bridge.cli.auth
+import bridge.cli.checkins
 import bridge.cli.classifier
 import bridge.cli.model
 import bridge.cli.notify

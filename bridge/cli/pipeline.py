@@ -172,7 +172,7 @@ def run(
 
 @app.command("import")
 def import_(
-    kind: Annotated[str, typer.Argument(help=spelled(list(IMPORT_KINDS)))],
+    kind: Annotated[str, typer.Argument(help=spelled([*IMPORT_KINDS, "checkins"]))],
     path: Annotated[
         str,
         typer.Argument(
@@ -185,6 +185,11 @@ def import_(
     ] = False,
 ) -> None:
     """Import Apple Health export.zip/.xml, a Garmin export ZIP, a FIT file, or .ics (file/URL)."""
+    if kind == "checkins":
+        from bridge.cli.checkins import import_checkins_command
+
+        import_checkins_command(Path(path))
+        return
     from bridge.cli.progress import records_progress
     from bridge.intake.ingest import import_file
     from bridge.intake.sources import read_context

@@ -413,3 +413,31 @@ class TaskChange(SQLModel, table=True):
     at_utc: datetime
     due_utc: datetime | None = None  # the new due date of a "due" change
     recorded_at: datetime
+
+
+class CheckIn(SQLModel, table=True):
+    """How the person said they feel: one item (energy, stress, ...) in one local slot.
+
+    The yardstick of the meters, never their input (mappings/checkins.py). A second answer
+    for the same item and slot replaces the first. `score` is the value rescaled to [0, 1]
+    from the scale it was given on, in the item's own direction.
+    """
+
+    __tablename__ = "checkins"
+    __table_args__ = (
+        UniqueConstraint("person", "local_date", "slot", "item", name="uq_checkins_slot_item"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    person: str = person_field()
+    local_date: date
+    slot: int
+    item: str = Field(max_length=32)
+    at_utc: datetime  # when it was said: meters compared with it use only data before this
+    utc_offset_min: int = 0
+    value: float  # as given, on scale_min..scale_max
+    scale_min: float
+    scale_max: float
+    score: float
+    source: str = Field(default="cli", max_length=32)  # cli, web, mqtt, ntfy, csv
+    recorded_at: datetime

@@ -1,0 +1,52 @@
+"""Check-ins: `checkin` (how you feel now) and `import checkins` (a history from a CSV)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bridge.cli.core import JsonOpt, app, current_settings, current_store, print_json
+from mappings.checkins import ITEMS, SCALE
+from mappings.slots import SLOT_NAMES
+
+
+@app.command()
+def checkin(
+    answers: Annotated[
+        list[str],
+        typer.Argument(
+            help=f"item=value, {SCALE[0]}-{SCALE[1]} each, any of: "
+            + ", ".join(i.name for i in ITEMS)
+            + " (stress: higher = more stressed)."
+        ),
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """Say how you feel now (e.g. energy=4 stress=2); a second answer in a slot replaces it."""
+    from bridge.intake.checkins import parse_answers, record_checkins
+
+    settings = current_settings()
+    parsed = parse_answers(answers)
+    rows = record_checkins(
+        current_store(), parsed, datetime.now(UTC), settings.tz, settings.boundaries
+    )
+    if as_json:
+        print_json(rows)
+        return
+    first = rows[0]
+    said = ", ".join(f"{r['item']} {r['value']:g}" for r in rows)
+    typer.echo(
+        f"noted for {first['local_date']} {SLOT_NAMES[first['slot']]}: {said} "
+        "(the meters are measured against these: rhythm-bridge validity)"
+    )
+
+
+def import_checkins_command(path: Path) -> None:
+    from bridge.intake.checkins import import_checkins
+
+    settings = current_settings()
+    summary = import_checkins(current_store(), path, settings.tz, settings.boundaries)
+    typer.echo(summary.line())
