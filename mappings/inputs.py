@@ -43,6 +43,11 @@ class InputArray:
     baseline: Callable[[int], dict[str, float]] | None = None
     # per slot: {what: [task titles]}, the tasks behind the value (provenance)
     tasks: Callable[[int], dict[str, list[str]]] | None = None
+    # per slot: how much of its weight the input keeps (1 = fresh; below 1 = evidence
+    # carried forward past its own window, see `carry_decay`); None = 1 everywhere
+    weight: np.ndarray | None = None
+    # per slot: hours the evidence is past its own window (0 = fresh, NaN = no evidence)
+    carried_hours: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         spec(self.name)  # an undeclared input fails here, not later as a missing unit
@@ -62,6 +67,8 @@ class SlotArrays:
     as_of: np.ndarray
     active_lo: np.ndarray
     tz_offset: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # How long past its window evidence is carried (the person's stale_after_hours).
+    carry_hours: float = 48.0
 
 
 _EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
@@ -101,17 +108,57 @@ def slot_arrays(
     )
 
 
-def sleep_inputs(readings: Readings, sl: SlotArrays, targets: dict[str, float]) -> list[InputArray]:
+# Evidence carried past its own window (last night's sleep when tonight's has not come
+# in, the last HRV of a watch left on the charger) keeps a share of its weight and
+# confidence that halves every `stale_after_hours / 2` hours past the window, and is
+# dropped once it is `stale_after_hours` past it; a meter whose freshest input is older
+# than `stale_after_hours` is marked stale (mappings/freshness.py). So a meter is a
+# number with a lower confidence the morning the night has not synced yet, not null.
+SLEEP_WINDOW_HOURS = 24.0  # a night speaks for the day it ends
+
+
+def carry_decay(overdue_hours: np.ndarray, carry_hours: float) -> np.ndarray:
+    """Share of weight and confidence kept by evidence `overdue_hours` past its window
+    (1 within it, halving every carry_hours / 2, 0 = dropped beyond carry_hours)."""
+    over = np.maximum(np.nan_to_num(overdue_hours, nan=np.inf), 0.0)
+    if carry_hours <= 0:
+        return np.where(over > 0, 0.0, 1.0)
+    return np.where(over <= carry_hours, 0.5 ** (over / (carry_hours / 2)), 0.0)
+
+
+def sleep_inputs(
+    readings: Readings,
+    sl: SlotArrays,
+    targets: dict[str, float],
+    carry_hours: float = 48.0,
+) -> list[InputArray]:
     night = sleep_features.nightly(readings)
     if night.empty:
         return []
-    row = night.reindex(sl.day)
-    known = row["end"].notna().to_numpy() & (row["end"].fillna(np.inf).to_numpy() <= sl.as_of)
+    # Per slot: this day's night if it has ended by the slot's cut-off, else the newest
+    # earlier one (never a night that counts for a later day).
+    ends = night["end"].to_numpy(dtype=float)
+    days = night.index.to_numpy()
+    own = np.searchsorted(days, sl.day, side="right") - 1
+
+    def ended(j: np.ndarray) -> np.ndarray:
+        return (j >= 0) & (ends[np.clip(j, 0, None)] <= sl.as_of)
+
+    pick = np.where(ended(own), own, np.where(ended(own - 1), own - 1, -1))
+    at = np.clip(pick, 0, None)
+    row = night.iloc[at].reset_index(drop=True)
+    found = pick >= 0
+    wake_day = np.where(found, days[at], -1)
+    age_h = (sl.as_of - np.where(found, ends[at], 0)) / NS_PER_HOUR
+    # This day's own night is fresh whenever it arrived; an older one is carried.
+    overdue = np.where(wake_day == sl.day, 0.0, np.maximum(age_h - SLEEP_WINDOW_HOURS, 0.0))
+    decay = np.where(found, carry_decay(overdue, carry_hours), 0.0)
+    known = found & (decay > 0)
 
     def col(name: str) -> np.ndarray:
         return np.where(known, row[name].to_numpy(dtype=float), np.nan)
 
-    conf = col("confidence")
+    conf = col("confidence") * decay
     asleep = col("asleep_min")
     staged = known & row["staged"].fillna(False).to_numpy(dtype=bool)
     deep, rem = (
@@ -140,13 +187,17 @@ def sleep_inputs(readings: Readings, sl: SlotArrays, targets: dict[str, float]) 
     for inp in out:
         inp.score = np.where(np.isnan(inp.raw), np.nan, inp.score)
         inp.confidence = np.where(np.isnan(inp.raw), np.nan, inp.confidence)
+        inp.weight = decay
+        inp.carried_hours = np.where(known, overdue, np.nan)
     return out
 
 
-def signal_inputs(readings: Readings, sl: SlotArrays) -> list[InputArray]:
+def signal_inputs(
+    readings: Readings, sl: SlotArrays, carry_hours: float = 48.0
+) -> list[InputArray]:
     out = []
     for signal in SIGNALS:
-        res = score_signal(readings, signal, sl.as_of, sl.tz_offset)
+        res = score_signal(readings, signal, sl.as_of, sl.tz_offset, carry_hours)
         if not res.sources:
             continue
         spoke = [
@@ -161,7 +212,18 @@ def signal_inputs(readings: Readings, sl: SlotArrays) -> list[InputArray]:
                 out.update({f"{label}_latest": round(mean, 3) for label, mean, _ in here})
             return out
 
-        out.append(InputArray(signal.name, res.score, res.confidence, res.raw, baseline=baseline))
+        decay = carry_decay(res.overdue_hours, carry_hours)
+        out.append(
+            InputArray(
+                signal.name,
+                res.score,
+                res.confidence * decay,
+                res.raw,
+                baseline=baseline,
+                weight=decay,
+                carried_hours=res.overdue_hours,
+            )
+        )
     return out
 
 
@@ -431,8 +493,8 @@ def all_inputs(
     tasks: Tasks | None = None,
 ) -> dict[str, InputArray]:
     found = [
-        *sleep_inputs(readings, sl, targets),
-        *signal_inputs(readings, sl),
+        *sleep_inputs(readings, sl, targets, sl.carry_hours),
+        *signal_inputs(readings, sl, sl.carry_hours),
         *steps_input(readings, sl, targets, priority, day_start),
         *habit_inputs(readings, sl, targets),
         *calendar_inputs(events, sl, targets, rules),

@@ -183,8 +183,10 @@ def _combine_all(inputs: dict[str, InputArray], weights: Weights, n: int) -> dic
         num, wsum, csum, k = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
         pulls = {}
         for name in names:
-            inp, w = inputs[name], table[name]
-            has = ~np.isnan(inp.score)
+            inp = inputs[name]
+            # Carried evidence pulls with the share of its weight it keeps.
+            w = table[name] * (inp.weight if inp.weight is not None else 1.0)
+            has = ~np.isnan(inp.score) & (w > 0)
             pulls[name] = np.where(has, w * (np.round(inp.score, 4) - 0.5), np.nan)
             num += np.nan_to_num(pulls[name])
             wsum += np.where(has, w, 0.0)
@@ -238,6 +240,7 @@ def compute_slots(
     if not keys:
         return []
     sl = slot_arrays(keys, tz, boundaries, now)
+    sl.carry_hours = freshness.stale_after_hours
     r, e = Readings(readings, tz), Events(events)
     inputs = all_inputs(
         r,
@@ -288,6 +291,7 @@ class _Lists:
     unit: str
     baseline: Any
     tasks: Any = None
+    carried: list[float] | None = None
 
     @classmethod
     def of(cls, inp: InputArray) -> _Lists:
@@ -298,6 +302,7 @@ class _Lists:
             inp.unit,
             inp.baseline,
             inp.tasks,
+            None if inp.carried_hours is None else np.round(inp.carried_hours, 1).tolist(),
         )
 
 
@@ -337,6 +342,9 @@ def _meter(
             named = inp.tasks(i)
             if named:
                 item["tasks"] = named
+        if inp.carried is not None and inp.carried[i] > 0:
+            # Carried past its own window: its weight here is the share it kept.
+            item["carried_hours"] = inp.carried[i]
         detail.append(item)
     return MeterValue(
         value,

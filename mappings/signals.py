@@ -92,6 +92,8 @@ class SignalResult:
     raw: np.ndarray
     # source label -> (latest value, baseline centre) arrays, for provenance
     sources: dict[str, tuple[np.ndarray, np.ndarray]]
+    # hours the freshest source's evidence is past the signal's window (0 = within it)
+    overdue_hours: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def score_signal(
@@ -99,11 +101,19 @@ def score_signal(
     signal: Signal,
     as_of: np.ndarray,
     tz_offset_ns: np.ndarray,
+    carry_hours: float = 0.0,
 ) -> SignalResult:
-    """Score one signal for every slot (as_of: slot evidence cut-off, ns UTC)."""
+    """Score one signal for every slot (as_of: slot evidence cut-off, ns UTC).
+
+    A source with no reading in the window but one at most `carry_hours` before it is
+    carried: its last reading stands for the window, and `overdue_hours` says how far
+    past the window it is (the caller lowers its weight, mappings/inputs.carry_decay).
+    """
     n = len(as_of)
     total_score, total_conf, total_raw = np.zeros(n), np.zeros(n), np.zeros(n)
     count = np.zeros(n)
+    overdue = np.full(n, np.inf)
+    carry_ns = int(carry_hours * NS_PER_HOUR)
     sources: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     frame = readings.metric(*signal.metrics)
     frame = frame[frame["value"] > 0] if signal.log else frame[frame["value"] >= 0]
@@ -127,10 +137,20 @@ def score_signal(
         a = np.searchsorted(end, lo, side="right")
         b = np.searchsorted(end, as_of, side="right")
         k = b - a
-        has = k > 0
+        fresh = k > 0
+        # No reading in the window: the last one before it, if recent enough, stands in.
+        last = np.clip(a - 1, 0, None)
+        gap = np.where(a > 0, lo - end[last], np.iinfo(np.int64).max)
+        carried = ~fresh & (a > 0) & (gap <= carry_ns)
+        has = fresh | carried
         if not has.any():
             continue
-        mean = np.where(has, (cum[b] - cum[a]) / np.maximum(k, 1), np.nan)
+        mean = np.where(
+            fresh,
+            (cum[b] - cum[a]) / np.maximum(k, 1),
+            np.where(carried, values[last], np.nan),
+        )
+        overdue = np.minimum(overdue, np.where(fresh, 0.0, np.where(carried, gap, np.inf)))
         daily = pd.Series(values).groupby(epoch_day(group["local_end"].to_numpy()[order])).mean()
         rule = BaselineRule(
             log=signal.log,
@@ -154,4 +174,5 @@ def score_signal(
             # One number only when one source spoke: SDNN and RMSSD are never averaged.
             np.where(count == 1, total_raw, np.nan),
             sources,
+            np.where(np.isfinite(overdue), overdue / NS_PER_HOUR, np.nan),
         )
