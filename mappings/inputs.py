@@ -8,7 +8,7 @@ slot's end (or now), so the morning reflects the night and later slots the day's
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
@@ -79,8 +79,13 @@ def _ns(dt: datetime) -> int:
 
 
 def slot_arrays(
-    keys: list[SlotKey], tz: tzinfo, boundaries: tuple[time, ...], now: datetime
+    keys: list[SlotKey],
+    tz: tzinfo,
+    boundaries: tuple[time, ...],
+    now: datetime | Mapping[SlotKey, datetime],
 ) -> SlotArrays:
+    """Each slot's bounds and evidence cut-off: its end, or `now` when earlier (`now` per
+    slot: the moment a check-in was said, so its meters use only data from before it)."""
     day_cache: dict[date, tuple[int, int]] = {}
     lo, hi, dlo, act, day = [], [], [], [], []
     for key in keys:
@@ -95,7 +100,10 @@ def slot_arrays(
         act.append(day_cache[key.local_date][1])
         day.append(key.local_date.toordinal() - EPOCH)
     slot_hi = np.array(hi, dtype=np.int64)
-    as_of = np.minimum(slot_hi, _ns(now))
+    if isinstance(now, datetime):
+        as_of = np.minimum(slot_hi, _ns(now))
+    else:
+        as_of = np.minimum(slot_hi, np.array([_ns(now[k]) for k in keys], dtype=np.int64))
     return SlotArrays(
         keys,
         np.array(day, dtype=np.int64),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, tzinfo
 from functools import lru_cache
@@ -218,13 +219,15 @@ def compute_slots(
     slots: list[SlotKey],
     *,
     tz: tzinfo,
-    now: datetime,
+    now: datetime | Mapping[SlotKey, datetime],
     rules: MeterRules | None = None,
     previous: SlotMeters | None = None,
     tasks: pd.DataFrame | None = None,
 ) -> list[SlotMeters]:
     """The meters of each slot, using only evidence available by the slot's end (or now).
 
+    `now` may be given per slot (every slot must be in it): the validity report asks
+    for each check-in's meters as of the moment it was said.
     `rules`: the person's slot boundaries, weights and freshness rules (default: the
     defaults). `previous` is the stored result of the slot before the first one, for its
     deltas.

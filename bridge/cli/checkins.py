@@ -50,3 +50,23 @@ def import_checkins_command(path: Path) -> None:
     settings = current_settings()
     summary = import_checkins(current_store(), path, settings.tz, settings.boundaries)
     typer.echo(summary.line())
+
+
+@app.command()
+def validity(as_json: JsonOpt = False) -> None:
+    """How closely each meter follows your check-ins (rho, 95 % interval, days)."""
+    from bridge.cycle.validity import paired_history, report
+
+    doc = report(paired_history(current_store(), current_settings()))
+    if as_json:
+        print_json(doc)
+        return
+    if not doc["meters"]:
+        typer.echo(
+            "no check-ins yet: say how you feel with `rhythm-bridge checkin energy=4 "
+            "stress=2` (or import a history: rhythm-bridge import checkins FILE.csv)"
+        )
+        return
+    for meter in doc["meters"]:
+        for entry in meter["items"]:
+            typer.echo(entry["sentence"])

@@ -41,6 +41,7 @@ COMMAND_ORDER = (
     "recommend",
     "feedback",
     "checkin",
+    "validity",
     "classify",
     "export",
     "serve",

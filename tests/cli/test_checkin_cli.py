@@ -17,3 +17,14 @@ def test_checkin_and_import_checkins_from_the_command_line(tmp_path):
     imported = cli.invoke(app, ["-c", str(cfg), "import", "checkins", str(path)])
     assert imported.exit_code == 0, imported.output
     assert "1 check-ins read, 1 new" in imported.output
+
+
+def test_validity_without_checkins_says_how_to_start(tmp_path):
+    cli = CliRunner()
+    cfg = write_config(tmp_path / "config.toml", tmp_path / "data")
+    done = cli.invoke(app, ["-c", str(cfg), "validity"])
+    assert done.exit_code == 0 and "no check-ins yet" in done.output
+    cli.invoke(app, ["-c", str(cfg), "checkin", "energy=4"])
+    done = cli.invoke(app, ["-c", str(cfg), "validity", "--json"])
+    assert done.exit_code == 0, done.output
+    assert '"min_days": 14' in done.output and "paired days so far" in done.output
