@@ -34,6 +34,7 @@ ITEMS: tuple[Item, ...] = (
     Item("sleep_quality", "vitality", False, "How well did you sleep?"),
     Item("readiness", "vitality", False, "How ready do you feel for the day?"),
     Item("fatigue", "vitality", True, "How tired are you?"),
+    Item("soreness", "vitality", True, "How sore are your muscles?"),
     Item("focus", "cognition", False, "How well can you focus?"),
     Item("stress", "serenity", True, "How stressed are you?"),
     Item("mood", "serenity", False, "How is your mood?"),
