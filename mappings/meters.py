@@ -80,6 +80,9 @@ class Weights:
     step_priority: tuple[str, ...] = ()
     focus_credit: dict[str, float] = field(default_factory=dict)
     deadline_keywords: tuple[str, ...] = ()
+    # Meters whose weights were fitted to the person (bridge/cycle/validity.py): their
+    # provenance says so.
+    fitted: frozenset[str] = frozenset()
 
     def calendar_rules(self) -> CalendarRules:
         words = "|".join(re.escape(w) for w in self.deadline_keywords) or r"(?!)"
@@ -352,7 +355,12 @@ def _meter(
     return MeterValue(
         value,
         c.confidence[i],
-        {"inputs": detail, "missing": missing, "mapping_version": weights.version},
+        {
+            "inputs": detail,
+            "missing": missing,
+            "mapping_version": weights.version,
+            **({"weights": "fitted to you"} if meter in weights.fitted else {}),
+        },
     )
 
 

@@ -53,11 +53,35 @@ def import_checkins_command(path: Path) -> None:
 
 
 @app.command()
-def validity(as_json: JsonOpt = False) -> None:
+def validity(
+    fit: Annotated[
+        bool,
+        typer.Option(
+            "--fit",
+            help="First fit your meter weights to your check-ins; keep them only where a "
+            "forward-in-time check says they track your check-ins better.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
     """How closely each meter follows your check-ins (rho, 95 % interval, days)."""
-    from bridge.cycle.validity import paired_history, report
+    from bridge.cycle.validity import fit_person, paired_history, report
 
-    doc = report(paired_history(current_store(), current_settings()))
+    store, settings = current_store(), current_settings()
+    if fit:
+        verdicts = fit_person(store, settings, datetime.now(settings.tz).date())
+        for meter, v in verdicts.items():
+            if "why" in v:
+                line = f"{meter}: bundled weights ({v['why']})"
+            else:
+                which = "fitted weights" if v["used"] else "bundled weights"
+                line = (
+                    f"{meter}: {which} (forward rho fitted {v['forward_rho_fitted']}, bundled "
+                    f"{v['forward_rho_bundled']}, over {v['judged_days']} days)"
+                )
+            typer.echo(line, err=as_json)
+        typer.echo("the next cycle recomputes the meters with them (run --once)", err=as_json)
+    doc = report(paired_history(store, settings))
     if as_json:
         print_json(doc)
         return
@@ -68,5 +92,7 @@ def validity(as_json: JsonOpt = False) -> None:
         )
         return
     for meter in doc["meters"]:
+        if meter["weights"] != "bundled":
+            typer.echo(f"{meter['meter'].title()} is made with weights {meter['weights']}.")
         for entry in meter["items"]:
             typer.echo(entry["sentence"])

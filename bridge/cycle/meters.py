@@ -130,6 +130,31 @@ def meter_weights(settings: Settings) -> Any:
         raise ConfigError(f"config key 'meters.weights_file': {err}") from None
 
 
+FITTED_KEY = "fitted_weights"
+
+
+def person_weights(store: Store, settings: Settings) -> Any:
+    """The weights that make this person's meters: `meter_weights`, with the weights fitted
+    to the person laid over the meters where the forward check favoured them (stored by
+    `rhythm-bridge validity --fit`, bridge/cycle/validity.py). The version says so, so
+    snapshots and provenance name the weights, and a new fit recomputes the history."""
+    import json
+    from dataclasses import replace
+
+    base = meter_weights(settings)
+    raw = store.get_meta(FITTED_KEY)
+    if not raw:
+        return base
+    doc = json.loads(raw)
+    meters = {m: table for m, table in doc.get("meters", {}).items() if m in base.meters}
+    if not meters:
+        return base
+    tables = {**base.meters, **{m: {k: float(w) for k, w in t.items()} for m, t in meters.items()}}
+    # Meter versions are at most 32 characters (meter_snapshots.mapping_version).
+    version = f"{base.version[:19]}+fit{doc.get('fitted_on', '').replace('-', '')}"[:32]
+    return replace(base, version=version, meters=tables, fitted=frozenset(meters))
+
+
 # Data cut off from the rest by more than this many days without a single reading or
 # event (a handful of 2014 readings from an old phone, then a watch from 2025 on) is stray:
 # the meters start where the data is dense, after the last such gap. See
@@ -283,7 +308,7 @@ def recompute_meters(
     )
     from mappings.meters import MeterRules, compute_slots
 
-    weights = meter_weights(settings)
+    weights = person_weights(store, settings)
     tz, bounds = settings.tz, settings.boundaries
     last = current_slot(settings, now)
     config = "|".join(

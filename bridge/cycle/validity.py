@@ -10,7 +10,7 @@ rules are in mappings/validity.py; docs/guides/validity.md explains them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,13 +25,14 @@ from bridge.cycle.meters import (
     freshness_rules,
     load_frames,
     meter_weights,
+    person_weights,
 )
 from bridge.store import Store
 from bridge.store.models import CheckIn, Reading
 from mappings.actions import METERS
 from mappings.checkins import BY_NAME, items_of
 from mappings.slots import SlotKey, slot_bounds
-from mappings.validity import MIN_DAYS, Agreement, agreement
+from mappings.validity import FIT_MIN_DAYS, MIN_DAYS, Agreement, agreement, forward_fit
 
 if TYPE_CHECKING:
     from mappings.meters import Weights
@@ -117,7 +118,7 @@ def paired_history(store: Store, settings: Settings, weights: Weights | None = N
     """The meters, inputs and vendor scores as of each check-in slot (see `Paired`)."""
     from mappings.meters import MeterRules, compute_slots
 
-    weights = weights or meter_weights(settings)
+    weights = weights or person_weights(store, settings)
     said = _checkins(store)
     if said.empty:
         return Paired([], {}, {}, {}, {}, weights)
@@ -220,5 +221,54 @@ def report(p: Paired) -> dict[str, Any]:
                 }
             )
         if entries:
-            out["meters"].append({"meter": meter, "items": entries})
+            which = "fitted to you" if meter in p.weights.fitted else "bundled"
+            out["meters"].append({"meter": meter, "weights": which, "items": entries})
     return out
+
+
+def fit_person(store: Store, settings: Settings, today: date) -> dict[str, Any]:
+    """Fit this person's meter weights to their check-ins and keep them where a forward
+    evaluation on their own history favours them (mappings/validity.forward_fit); store
+    the result (or clear a fit that no longer helps) for `person_weights`.
+
+    Each meter's target is the mean of its check-in items said in a slot (each in the
+    meter's direction); its inputs are those with a weight in the configured (not a
+    previously fitted) table and any evidence. A meter with fewer than FIT_MIN_DAYS paired
+    days keeps the configured weights. Returns, per meter, what was decided and why.
+    """
+    import json
+
+    from bridge.cycle.meters import FITTED_KEY
+
+    paired = paired_history(store, settings, meter_weights(settings))
+    kept: dict[str, dict[str, float]] = {}
+    verdicts: dict[str, Any] = {}
+    for meter in METERS:
+        said = [paired.items[i.name] for i in items_of(meter) if i.name in paired.items]
+        table = paired.weights.meters[meter]
+        names = sorted(k for k, w in table.items() if w > 0 and k in paired.inputs)
+        if not said or not names:
+            continue
+        with np.errstate(all="ignore"):
+            target = np.nanmean(np.vstack(said), axis=0)
+        prior = np.array([table[k] for k in names])
+        scores = np.column_stack([paired.inputs[k] for k in names])
+        fit = forward_fit(scores, target, prior)
+        if fit is None:
+            verdicts[meter] = {"used": False, "why": f"fewer than {FIT_MIN_DAYS} paired days"}
+            continue
+        verdicts[meter] = {
+            "used": fit.better,
+            "forward_rho_fitted": fit.forward_fitted,
+            "forward_rho_bundled": fit.forward_bundled,
+            "judged_days": fit.judged_days,
+        }
+        if fit.better:
+            kept[meter] = {
+                **table,
+                **{k: round(float(w), 4) for k, w in zip(names, fit.weights, strict=True)},
+            }
+    with store.transaction() as session:
+        doc = {"fitted_on": today.isoformat(), "meters": kept, "evaluation": verdicts}
+        store.set_meta(session, FITTED_KEY, json.dumps(doc) if kept else "")
+    return verdicts

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+import json
+from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
+from sqlmodel import select
 
 from bridge.cycle.validity import paired_history, report
 from bridge.intake.checkins import record_checkins
 from bridge.store import upsert
-from bridge.store.models import Reading
+from bridge.store.models import MeterSnapshot, Reading
 from mappings.validity import MIN_DAYS
 
 START = datetime(2026, 9, 1, 4, 0, tzinfo=UTC)  # 06:00 Berlin: waking
@@ -33,18 +35,35 @@ def _night(day: int, minutes: float) -> dict:
     }
 
 
-def _history(store, settings, days: int, follows: bool) -> None:
+def _resting(day: int, bpm: float) -> dict:
+    at = START + timedelta(days=day)
+    return {
+        **_night(day, 0),
+        "metric": "resting_hr",
+        "start_utc": at,
+        "end_utc": at,
+        "value": bpm,
+        "label": "",
+    }
+
+
+def _history(store, settings, days: int, follows: bool, by_heart: bool = False) -> None:
     rng = np.random.default_rng(3)
     minutes = rng.uniform(300, 540, days)
+    bpm = rng.uniform(50, 70, days)
     with store.transaction() as s:
         upsert(
             s,
             Reading,
-            [_night(d, m) for d, m in enumerate(minutes)],
+            [_night(d, m) for d, m in enumerate(minutes)]
+            + [_resting(d, b) for d, b in enumerate(bpm)],
             keys=("source", "metric", "origin", "start_utc", "end_utc", "label"),
         )
     for d, m in enumerate(minutes):
-        energy = 1 + 4 * (m - 300) / 240 if follows else float(rng.integers(1, 6))
+        if by_heart:  # a lower resting heart rate, more energy; sleep says nothing
+            energy = 1 + 4 * (70 - bpm[d]) / 20
+        else:
+            energy = 1 + 4 * (m - 300) / 240 if follows else float(rng.integers(1, 6))
         # Said at 08:00, two hours after waking; a later night is never seen.
         at = START + timedelta(days=d, hours=2)
         record_checkins(
@@ -76,3 +95,32 @@ def test_a_meter_that_follows_the_checkins_shows_it(store, settings):
     # A constant answer has no rank order to follow: no number.
     fatigue = next(e for e in vitality["items"] if e["item"] == "fatigue")
     assert fatigue["rho"] is None
+
+
+def test_weights_fitted_to_a_person_are_used_only_while_they_track_better(
+    store, settings, monkeypatch
+):
+    from bridge.cycle import validity
+    from bridge.cycle.meters import person_weights, recompute_meters
+    from mappings.validity import FitResult
+
+    _history(store, settings, 60, follows=False, by_heart=True)
+    verdicts = validity.fit_person(store, settings, date(2026, 11, 1))
+    assert verdicts["vitality"]["used"] is True
+    weights = person_weights(store, settings)
+    assert "vitality" in weights.fitted and "+fit20261101" in weights.version
+    assert weights.meters["vitality"]["resting_hr"] > 0.15  # toward what tracks them
+    doc = validity.report(validity.paired_history(store, settings))
+    assert next(m for m in doc["meters"] if m["meter"] == "vitality")["weights"] == "fitted to you"
+    recompute_meters(store, settings, START + timedelta(days=61))
+    with store.session() as s:
+        snap = s.exec(select(MeterSnapshot).where(MeterSnapshot.vitality != None)).first()  # noqa: E711
+    assert json.loads(snap.provenance)["vitality"]["weights"] == "fitted to you"
+    assert snap.mapping_version == weights.version
+
+    # Later the forward check favours the bundled weights: the fit is dropped.
+    worse = FitResult(np.array([0.1] * 8), 0.1, 0.3, 40)
+    monkeypatch.setattr(validity, "forward_fit", lambda *a: worse)
+    verdicts = validity.fit_person(store, settings, date(2026, 12, 1))
+    assert verdicts["vitality"]["used"] is False
+    assert person_weights(store, settings).fitted == frozenset()
