@@ -37,6 +37,7 @@ from bridge.web import access, push, views, words
 from bridge.web.charts import sparkline
 from bridge.web.limits import BodyLimit
 from mappings.actions import METERS, action_name
+from mappings.checkins import BY_NAME as CHECKIN_ITEMS
 
 # Below this confidence a meter is drawn faded and hatched (page) or dashed (history).
 WEAK_CONFIDENCE = 0.5
@@ -220,6 +221,7 @@ def page_view(request: Request) -> Response:
             "notice": request.query_params.get("done"),
             "proposal": views.proposal(st.store, st.settings, request.query_params.get("next")),
             "require_token": st.require_token,
+            "checkin_items": [CHECKIN_ITEMS[k] for k in FORM_ITEMS],
         },
     )
 
@@ -276,6 +278,31 @@ async def feedback_form(request: Request) -> Response:
     done = fb.response if created else "already"
     more = f"&next={proposal.id}" if proposal is not None and created else ""
     return RedirectResponse(f"/?done={done}{more}#recommendation", status_code=303)
+
+
+# The items the page asks (the others come in by CSV or the command line).
+FORM_ITEMS = ("energy", "mood", "stress", "focus", "social", "sleep_quality")
+
+
+async def checkin_form(request: Request) -> Response:
+    from bridge.intake.checkins import parse_answers, record_checkins
+
+    st = _state(request)
+    form = await request.form()
+    st.check_write(request, _field(form, "csrf_token"))
+    pairs = [f"{k}={_field(form, k)}" for k in FORM_ITEMS if (_field(form, k) or "").strip()]
+    answers = parse_answers(pairs)  # InputError: none given, or off the 1-5 scale
+    s = st.settings
+    record_checkins(st.store, answers, st.now(), s.tz, s.boundaries, source="web")
+    return RedirectResponse("/?done=checkin#checkin", status_code=303)
+
+
+def validity_page(request: Request) -> Response:
+    from bridge.cycle.validity import paired_history, report
+
+    st = _state(request)
+    doc = report(paired_history(st.store, st.settings))
+    return templates.TemplateResponse(request, "validity.html", {"doc": doc})
 
 
 async def label_form(request: Request) -> Response:
@@ -498,6 +525,8 @@ def create_app(
         else [
             Route("/", page_view),
             Route("/history", history_page),
+            Route("/validity", validity_page),
+            Route("/checkin", checkin_form, methods=["POST"]),
             Route("/feedback", feedback_form, methods=["POST"]),
             Route("/events/{event_id}/label", label_form, methods=["POST"]),
             Route("/login", login, methods=["GET", "POST"]),

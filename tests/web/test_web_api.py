@@ -488,3 +488,31 @@ def test_the_page_shows_imported_sources_as_imported_not_disabled(demo):
     apple = re.search(r'data-testid="source-apple_health">([^<]*)<', html)
     assert apple and apple.group(1) == "imported"
     assert re.search(r'data-testid="source-whoop">disabled<', html)
+
+
+def test_the_checkin_form_stores_answers_and_the_validity_page_reports_on_them(
+    demo, memory_keyring
+):
+    from bridge.store.models import CheckIn
+
+    settings, store = demo
+    with client(settings, store) as c:
+        page = c.get("/")
+        assert 'data-testid="checkin-form"' in page.text
+        csrf = page_csrf(page.text)
+        done = c.post(
+            "/checkin", data={"csrf_token": csrf, "energy": "4", "stress": "", "mood": "2"}
+        )
+        assert done.status_code == 303 and done.headers["location"] == "/?done=checkin#checkin"
+        again = c.post("/checkin", data={"csrf_token": csrf, "energy": "5"})
+        assert again.status_code == 303
+        bad = c.post("/checkin", data={"csrf_token": csrf, "energy": "9"})
+        assert bad.status_code == 400
+        no_csrf = c.post("/checkin", data={"energy": "3"})
+        assert no_csrf.status_code in (400, 403)
+        report = c.get("/validity")
+    with store.session() as s:
+        rows = {r.item: (r.value, r.source) for r in s.execute(select(CheckIn)).scalars()}
+    assert rows == {"energy": (5.0, "web"), "mood": (2.0, "web")}  # the second replaced
+    assert report.status_code == 200
+    assert "paired days so far; a number needs 14" in unescape(report.text)
