@@ -42,6 +42,8 @@ ITEMS: tuple[Item, ...] = (
     Item("productivity", "progress", False, "How much did you get done?"),
 )
 BY_NAME: dict[str, Item] = {item.name: item for item in ITEMS}
+# What the page and Home Assistant ask (the others come in by CSV or the command line).
+ASKED = ("energy", "mood", "stress", "focus", "social", "sleep_quality")
 if any(item.meter not in METERS for item in ITEMS):  # pragma: no cover - a typo above
     raise ValueError("mappings.checkins: an item names an unknown meter")
 

@@ -47,6 +47,11 @@ COMPONENT_KEYS = {
         "expire_after", "force_update", "off_delay",
     },
     "button": {"command_topic", "command_template", "payload_press", "device_class", "retain"},
+    "number": {
+        "command_topic", "command_template", "state_topic", "value_template", "min", "max",
+        "step", "mode", "unit_of_measurement", "device_class", "payload_reset", "retain",
+        "optimistic",
+    },
 }  # fmt: skip
 STATE_CLASSES = {"measurement", "total", "total_increasing"}
 BINARY_DEVICE_CLASSES = {
@@ -163,8 +168,22 @@ def _button_problems(config: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _number_problems(config: dict[str, Any]) -> list[str]:
+    problems = []
+    if "command_topic" not in config:
+        problems.append("a number without command_topic")
+    if not config.get("min", 1) < config.get("max", 100):
+        problems.append("min must be below max")
+    if config.get("step", 1) <= 0:
+        problems.append("step must be positive")
+    if config.get("mode", "auto") not in ("auto", "box", "slider"):
+        problems.append(f"mode {config['mode']!r} is not auto, box or slider")
+    return problems
+
+
 # What only one component's config can get wrong.
 _COMPONENT_PROBLEMS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "number": _number_problems,
     "sensor": _sensor_problems,
     "binary_sensor": _binary_sensor_problems,
     "button": _button_problems,
@@ -189,6 +208,11 @@ def state_problems(config: dict[str, Any], component: str, retained: dict[str, s
                 float(state)
             except ValueError:
                 problems.append(f"{name}: {state!r} is not a number")
+    if component == "number" and state != config.get("payload_reset", "None"):
+        try:
+            float(state)
+        except ValueError:
+            problems.append(f"{name}: {state!r} is not a number")
     if component == "binary_sensor" and state not in (
         config.get("payload_on", "ON"),
         config.get("payload_off", "OFF"),

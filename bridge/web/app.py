@@ -37,6 +37,7 @@ from bridge.web import access, push, views, words
 from bridge.web.charts import sparkline
 from bridge.web.limits import BodyLimit
 from mappings.actions import METERS, action_name
+from mappings.checkins import ASKED
 from mappings.checkins import BY_NAME as CHECKIN_ITEMS
 
 # Below this confidence a meter is drawn faded and hatched (page) or dashed (history).
@@ -221,7 +222,7 @@ def page_view(request: Request) -> Response:
             "notice": request.query_params.get("done"),
             "proposal": views.proposal(st.store, st.settings, request.query_params.get("next")),
             "require_token": st.require_token,
-            "checkin_items": [CHECKIN_ITEMS[k] for k in FORM_ITEMS],
+            "checkin_items": [CHECKIN_ITEMS[k] for k in ASKED],
         },
     )
 
@@ -280,17 +281,13 @@ async def feedback_form(request: Request) -> Response:
     return RedirectResponse(f"/?done={done}{more}#recommendation", status_code=303)
 
 
-# The items the page asks (the others come in by CSV or the command line).
-FORM_ITEMS = ("energy", "mood", "stress", "focus", "social", "sleep_quality")
-
-
 async def checkin_form(request: Request) -> Response:
     from bridge.intake.checkins import parse_answers, record_checkins
 
     st = _state(request)
     form = await request.form()
     st.check_write(request, _field(form, "csrf_token"))
-    pairs = [f"{k}={_field(form, k)}" for k in FORM_ITEMS if (_field(form, k) or "").strip()]
+    pairs = [f"{k}={_field(form, k)}" for k in ASKED if (_field(form, k) or "").strip()]
     answers = parse_answers(pairs)  # InputError: none given, or off the 1-5 scale
     s = st.settings
     record_checkins(st.store, answers, st.now(), s.tz, s.boundaries, source="web")

@@ -105,17 +105,17 @@ def test_discovery_follows_home_assistant_rules_and_states_match_the_store(demo,
         link.publish(timeout=10)
     finally:
         link.close(offline=False)
-    # 5 meters, recommendation, 3 belief axes, 1 enabled source, 3 buttons; the source's
-    # attributes are the last state published.
-    watcher.wait_for(all_published(13))
+    # 5 meters, recommendation, 3 belief axes, 1 enabled source, 3 buttons, 6 check-in
+    # numbers; the source's attributes are the last state published.
+    watcher.wait_for(all_published(19))
     watcher.wait_for(lambda latest: f"{BASE}/source_ics/attributes" in latest)
     configs = watcher.configs(PREFIX)
-    assert len(configs) == 13
+    assert len(configs) == 19
     problems = [p for topic, payload in configs.items() for p in ha_problems(topic, payload)]
     assert problems == []
 
     by_id = configs_by_id(watcher)
-    assert len(by_id) == 13  # unique ids
+    assert len(by_id) == 19  # unique ids
     devices = {json.dumps(c["device"], sort_keys=True) for _, c in by_id.values()}
     assert len(devices) == 1  # one device groups them
     latest = dict(watcher.latest)
@@ -401,12 +401,12 @@ def test_turning_mqtt_off_removes_the_entities(demo, broker, watcher):
     link = MqttLink(with_ics, store, listen=False, clock=lambda: DEMO_NOW).connect(10)
     link.publish(timeout=10)
     link.close(offline=False)
-    watcher.wait_for(all_published(13))
+    watcher.wait_for(all_published(19))
     assert f"{PREFIX}/binary_sensor/rhythm-bridge/source_ics/config" in watcher.latest
 
     # The source turned off: only its entity goes.
     assert publish_once(on, store, timeout=10).startswith("mqtt: published")
-    watcher.wait_for(lambda latest: len(watcher.configs(PREFIX)) == 12)
+    watcher.wait_for(lambda latest: len(watcher.configs(PREFIX)) == 18)
     assert f"{PREFIX}/binary_sensor/rhythm-bridge/source_ics/config" not in watcher.latest
 
     # [mqtt] off (the section deleted: its defaults say another port) removes everything
@@ -451,7 +451,7 @@ def test_tls_with_a_custom_ca_and_the_password_from_the_keyring(demo, tmp_path, 
             publish_once(secure, store, timeout=10)  # no password stored yet
         set_password(secure, "s3cret-pass")
         assert publish_once(secure, store, timeout=10).startswith(
-            f"mqtt: published 30 retained messages to mqtts://localhost:{broker.port}"
+            f"mqtt: published 48 retained messages to mqtts://localhost:{broker.port}"
         )
         assert "s3cret" not in store.get_meta(REMEMBERED)
         assert json.loads(store.get_meta(REMEMBERED))["broker"]["tls"] is True
@@ -500,9 +500,9 @@ def test_the_cli_stores_the_password_and_run_once_publishes(
     result = cli.invoke(app, ["--config", str(cfg), "run", "--once"])
     assert result.exit_code == 0, result.output
     assert (
-        f"mqtt: published 33 retained messages to mqtt://127.0.0.1:{broker.port}" in result.output
+        f"mqtt: published 51 retained messages to mqtt://127.0.0.1:{broker.port}" in result.output
     )
-    watcher.wait_for(all_published(13))
+    watcher.wait_for(all_published(19))
     watcher.wait_for(lambda latest: latest.get(f"{BASE}/source_ics/state") == "OFF")
     broker.stop()
     result = cli.invoke(app, ["--config", str(cfg), "run", "--once"])
@@ -585,7 +585,7 @@ def test_the_daemon_starts_without_its_broker_and_publishes_once_it_is_up(tmp_pa
             watcher = Watcher(port)
             wait_until(
                 lambda: (
-                    len(watcher.configs(PREFIX)) == 13
+                    len(watcher.configs(PREFIX)) == 19
                     and watcher.latest.get(f"{BASE}/answers/availability") == "online"
                 ),
                 proc,
@@ -632,3 +632,21 @@ def test_a_full_calendar_reads_no_window_and_the_buttons_answer_nothing(
             assert session.execute(select(Recommendation)).first() is None
     finally:
         link.close()
+
+
+def test_checkins_from_home_assistant_number_entities(demo, broker, watcher):
+    from bridge.store.models import CheckIn
+
+    settings, store = demo
+    link = MqttLink(with_mqtt(settings, port=broker.port), store, clock=lambda: DEMO_NOW)
+    configs = link.current().configs
+    number = json.loads(configs[link.topics.config("number", "checkin_energy")])
+    assert number["command_topic"].endswith("/checkin/energy")
+    assert (number["min"], number["max"], number["step"]) == (1, 5, 1)
+    assert link.current().states[link.topics.state("checkin_energy")] == "None"  # unknown
+    assert link.checkin("energy", "4") and link.checkin("energy", "5")  # the second replaces
+    assert not link.checkin("energy", "9") and not link.checkin("vibes", "3")
+    with store.session() as s:
+        rows = [(r.item, r.value, r.source) for r in s.execute(select(CheckIn)).scalars()]
+    assert rows == [("energy", 5.0, "mqtt")]
+    assert link.current().states[link.topics.state("checkin_energy")] == "5"

@@ -16,6 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from mappings.actions import ACTIONS, BELIEF_AXES, METERS
+from mappings.checkins import ASKED, BY_NAME, SCALE
 
 ONLINE, OFFLINE = "online", "offline"
 ANSWERS = ("accept", "ignore", "reschedule")
@@ -62,6 +63,10 @@ class Topics:
 
     def answer(self, kind: str) -> str:
         return f"{self.base}/answer/{kind}"
+
+    def checkin(self, item: str) -> str:
+        """Where Home Assistant's number entity sends a check-in answer (1-5)."""
+        return f"{self.base}/checkin/{item}"
 
     def config(self, component: str, object_id: str) -> str:
         return f"{self.discovery_prefix}/{component}/{self.node}/{object_id}/config"
@@ -182,16 +187,7 @@ def configs(topics: Topics, sources: list[str]) -> dict[str, tuple[str, dict[str
             ),
         )
     for kind in ANSWERS:
-        button = _base_config(topics, kind, kind.capitalize())
-        # Pressable only while the daemon is connected and listening.
-        button["availability"].append(
-            {
-                "topic": topics.listening,
-                "payload_available": ONLINE,
-                "payload_not_available": OFFLINE,
-            }
-        )
-        button["availability_mode"] = "all"
+        button = _listening_config(topics, kind, kind.capitalize())
         out[kind] = (
             "button",
             {
@@ -206,7 +202,53 @@ def configs(topics: Topics, sources: list[str]) -> dict[str, tuple[str, dict[str
                 }[kind],
             },
         )
+    for item in ASKED:
+        object_id = checkin_object_id(item)
+        out[object_id] = (
+            "number",
+            {
+                **_listening_config(topics, object_id, f"Check-in {item.replace('_', ' ')}"),
+                "command_topic": topics.checkin(item),
+                "state_topic": topics.state(object_id),
+                "json_attributes_topic": topics.attributes(object_id),
+                "min": SCALE[0],
+                "max": SCALE[1],
+                "step": 1,
+                "mode": "slider",
+                "qos": 1,
+                "icon": "mdi:emoticon-outline",
+            },
+        )
     return out
+
+
+def checkin_object_id(item: str) -> str:
+    return f"checkin_{item}"
+
+
+def _listening_config(topics: Topics, object_id: str, name: str) -> dict[str, Any]:
+    """An entity that sends to the daemon: usable only while it is connected and listening."""
+    config = _base_config(topics, object_id, name)
+    config["availability"].append(
+        {
+            "topic": topics.listening,
+            "payload_available": ONLINE,
+            "payload_not_available": OFFLINE,
+        }
+    )
+    config["availability_mode"] = "all"
+    return config
+
+
+def checkin_states(said: dict[str, float]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """This slot's answer per asked item; "None" (unknown) where none was given yet."""
+    return {
+        checkin_object_id(item): (
+            f"{said[item]:g}" if item in said else NONE,
+            {"question": BY_NAME[item].question, "scale": f"{SCALE[0]}-{SCALE[1]}"},
+        )
+        for item in ASKED
+    }
 
 
 def _top_inputs(provenance: dict[str, Any]) -> list[dict[str, Any]]:
@@ -319,10 +361,19 @@ def messages(
     rec: dict[str, Any] | None,
     status: dict[str, Any],
     no_window: dict[str, Any] | None = None,
+    *,
+    said: dict[str, float] | None = None,
 ) -> Messages:
-    """All retained messages for the current state (configs first, so entities exist)."""
+    """All retained messages for the current state (configs first, so entities exist).
+
+    `said`: the check-in answers of the current slot, item -> value."""
     sources = source_states(status["sources"], status.get("warnings", []))
-    found = {**meter_states(slot), **recommendation_states(rec, no_window), **sources}
+    found = {
+        **meter_states(slot),
+        **recommendation_states(rec, no_window),
+        **sources,
+        **checkin_states(said or {}),
+    }
     enabled = [s["source"] for s in status["sources"] if s["enabled"]]
     out = Messages()
     for object_id, (component, config) in configs(topics, enabled).items():

@@ -29,6 +29,7 @@ from bridge.config import MqttSettings, Settings
 from bridge.errors import BridgeError, ConfigError
 from bridge.out.mqtt.entities import ANSWERS, OFFLINE, ONLINE, Messages, Topics, messages
 from bridge.store import Store
+from mappings.checkins import ASKED
 
 log = logging.getLogger("rhythm_bridge.mqtt")
 
@@ -230,7 +231,20 @@ class MqttLink:
         rec = current_recommendation(self.store, self.settings, now)
         gap = None if rec else no_window_document(self.store, self.settings, now)
         status = collect_status(self.settings, self.store, now)
-        return messages(self.topics, slot, rec, status, gap)
+        return messages(self.topics, slot, rec, status, gap, said=self._said(cur))
+
+    def _said(self, cur: Any) -> dict[str, float]:
+        from sqlmodel import col, select
+
+        from bridge.store.models import CheckIn
+
+        with self.store.session() as session:
+            rows = session.execute(
+                select(col(CheckIn.item), col(CheckIn.value)).where(
+                    CheckIn.local_date == cur.local_date, CheckIn.slot == cur.slot
+                )
+            ).all()
+        return {str(item): float(value) for item, value in rows}
 
     def publish(self, timeout: float | None = None) -> bool:
         """Publish everything (retained); False when not connected (done on connect then).
@@ -306,6 +320,23 @@ class MqttLink:
             log.info("mqtt: recommendation %d was already answered %s", rec_id, fb.response)
         return fb, created
 
+    def checkin(self, item: str, payload: str) -> bool:
+        """Store a check-in sent by Home Assistant's number entity (1-5); False when the
+        item or the value is not one (logged, nothing stored)."""
+        from bridge.errors import InputError
+        from bridge.intake.checkins import parse_answers, record_checkins
+
+        try:
+            answers = parse_answers([f"{item}={payload}"])
+        except InputError as err:
+            log.warning("mqtt: check-in: %s", err)
+            return False
+        s = self.settings
+        record_checkins(self.store, answers, self.clock(), s.tz, s.boundaries, source=CHANNEL)
+        log.info("mqtt: check-in %s %s", item, payload)
+        self.publish()
+        return True
+
     # ---- paho callbacks (its network thread) -----------------------------------------
 
     def _on_connect(self, client: Any, _userdata: Any, _flags: Any, reason: Any, _props: Any):
@@ -320,6 +351,7 @@ class MqttLink:
         if self.listen:
             client.subscribe([(self.topics.ha_status, 1)])
             client.subscribe([(self.topics.answer(kind), 1) for kind in ANSWERS])
+            client.subscribe([(self.topics.checkin(item), 1) for item in ASKED])
         if self.announce:
             client.publish(self.topics.availability, ONLINE, qos=1, retain=True)
             client.publish(self.topics.listening, ONLINE if self.listen else OFFLINE, 1, True)
@@ -356,6 +388,9 @@ class MqttLink:
                     self.publish()
                 return
             kind = msg.topic.rsplit("/", 1)[-1]
+            if kind in ASKED and msg.topic == self.topics.checkin(kind) and not msg.retain:
+                self.checkin(kind, msg.payload.decode("utf-8", "replace").strip())
+                return
             if kind not in ANSWERS or msg.topic != self.topics.answer(kind):
                 return
             if msg.retain:
