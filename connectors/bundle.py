@@ -25,11 +25,16 @@ from connectors.archive import check_member, open_zip, read_member
 class Bundle(AbstractContextManager["Bundle"]):
     """The members of a ZIP or a folder, by relative posix name."""
 
-    def __init__(self, path: Path, what: str) -> None:
+    def __init__(self, path: Path, what: str, *, single: bool = False) -> None:
+        """`single`: `path` is one plain file, the bundle's only member."""
         self.path = Path(path)
+        self.root = self.path  # where a folder's member names are relative to
         self.archive: zipfile.ZipFile | None = None
         self.infos: dict[str, zipfile.ZipInfo] = {}
-        if self.path.is_dir():
+        if single:
+            self.root = self.path.parent
+            self.names = [self.path.name]
+        elif self.path.is_dir():
             self.names = sorted(
                 p.relative_to(self.path).as_posix() for p in self.path.rglob("*") if p.is_file()
             )
@@ -49,13 +54,13 @@ class Bundle(AbstractContextManager["Bundle"]):
 
     def where(self, name: str) -> str:
         """How messages name a member: the export, then the member."""
-        return f"{self.path}: {name}"
+        return str(self.path) if self.root != self.path else f"{self.path}: {name}"
 
     def read(self, name: str, limit: int) -> bytes:
         """A whole member, refused when larger than `limit` bytes."""
         if self.archive is not None:
             return read_member(self.path, self.archive, self.infos[name], limit)
-        file = self.path / name
+        file = self.root / name
         try:
             size = file.stat().st_size
             if size > limit:
@@ -76,7 +81,7 @@ class Bundle(AbstractContextManager["Bundle"]):
                 check_member(self.path, info)
                 raw = self.archive.open(info)  # type: ignore[assignment]
             else:
-                raw = (self.path / name).open("rb")
+                raw = (self.root / name).open("rb")
         except (OSError, zipfile.BadZipFile) as err:
             raise InputError(f"{self.where(name)}: cannot read: {err}") from None
         decoder = codecs.getincrementaldecoder("utf-8-sig")()

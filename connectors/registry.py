@@ -134,6 +134,17 @@ SOURCES: tuple[SourceSpec, ...] = (
         watch=Watch(setting="export_dir", patterns=("*.zip",)),
     ),
     SourceSpec(
+        name="readings",
+        # What connectors/readings.py UNITS accepts: the metrics the meters read, and
+        # the vendor scores kept beside them.
+        provides=frozenset(
+            {"sleep", "hrv_rmssd", "hrv_sdnn", "resting_hr", "heart_rate", "respiratory_rate"}
+            | {"steps", "stress", "recovery", "body_battery", "sleep_score", "readiness_score"}
+            | {"workout", "mindful"}
+        ),
+        imports=True,
+    ),
+    SourceSpec(
         name="ics",
         provides=frozenset({"calendar", "tasks"}),
         section="ics",

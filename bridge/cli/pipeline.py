@@ -185,7 +185,7 @@ def import_(
     ] = False,
 ) -> None:
     """Import Apple Health export.zip/.xml, a Garmin export ZIP, a FIT file, a Fitbit Takeout
-    ZIP or folder, or .ics (file/URL)."""
+    ZIP or folder, a readings CSV (docs/reference/readings-csv.md), or .ics (file/URL)."""
     from bridge.cli.progress import records_progress
     from bridge.intake.ingest import import_file
     from bridge.intake.sources import read_context
