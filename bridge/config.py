@@ -151,6 +151,10 @@ class GarminSettings(SourceSettings):
     rate_limit_backoff_hours: float = Field(2.0, ge=0.25, le=48)
 
 
+class FitbitSettings(SourceSettings):
+    export_dir: str = ""
+
+
 class Sources(_Section):
     """One section per scheduled source of connectors/registry.py, named as it is there:
     declared here by hand (the config sits below the connectors), and checked against the
@@ -162,6 +166,7 @@ class Sources(_Section):
     google_tasks: GoogleTasksSettings = GoogleTasksSettings()
     whoop: WhoopSettings = WhoopSettings()
     garmin: GarminSettings = GarminSettings()
+    fitbit: FitbitSettings = FitbitSettings()
 
 
 class PersonSettings(_Section):
