@@ -11,6 +11,7 @@ the log to JSON lines; neither is a config key.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from datetime import time, tzinfo
 from functools import cached_property
@@ -18,7 +19,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from bridge.errors import ConfigError
 
@@ -30,6 +31,23 @@ KEYRING_KEY_ENV = "RHYTHM_BRIDGE_KEYRING_KEY"
 # switch and the keyring key.
 NON_CONFIG_ENV = frozenset({CONFIG_ENV, "RHYTHM_BRIDGE_LOG_JSON", KEYRING_KEY_ENV})
 APP_NAME = "rhythm-bridge"
+
+# People. The person a one-person install serves (its store's rows, its keyring entries
+# under the plain service name, its outputs at their plain paths) and the shape of a name:
+# a name is part of keys, file names, topics and keyring services, so it is plain.
+DEFAULT_PERSON = "me"
+PERSON_MAX = 64
+PERSON_NAME = re.compile(rf"[a-z0-9][a-z0-9_-]{{0,{PERSON_MAX - 1}}}")
+
+
+def check_person(name: str) -> str:
+    """`name` when it is a valid person name; ValueError saying what a name may be."""
+    if not PERSON_NAME.fullmatch(name):
+        raise ValueError(
+            f"person name {name!r}: use 1-{PERSON_MAX} lowercase letters, digits, '-' or '_', "
+            "starting with a letter or digit"
+        )
+    return name
 
 
 class _Section(BaseModel):
@@ -133,6 +151,10 @@ class GarminSettings(SourceSettings):
     rate_limit_backoff_hours: float = Field(2.0, ge=0.25, le=48)
 
 
+class FitbitSettings(SourceSettings):
+    export_dir: str = ""
+
+
 class Sources(_Section):
     """One section per scheduled source of connectors/registry.py, named as it is there:
     declared here by hand (the config sits below the connectors), and checked against the
@@ -144,6 +166,23 @@ class Sources(_Section):
     google_tasks: GoogleTasksSettings = GoogleTasksSettings()
     whoop: WhoopSettings = WhoopSettings()
     garmin: GarminSettings = GarminSettings()
+    fitbit: FitbitSettings = FitbitSettings()
+
+
+class PersonSettings(_Section):
+    """What differs for one person of a household: their sources and their time zone.
+
+    Everything else (database, schedule, web, ...) is the installation's."""
+
+    timezone: str = ""
+    sources: Sources | None = None
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_tz(cls, value: str) -> str:
+        if value:
+            _zone(value)
+        return value
 
 
 class SecretsSettings(_Section):
@@ -264,6 +303,10 @@ class Settings(_Section):
     push: PushSettings = PushSettings()
     notify: NotifySettings = NotifySettings()
     mqtt: MqttSettings = MqttSettings()
+    people: dict[str, PersonSettings] = {}
+
+    # Whom this view of the settings serves (`for_person`); not a config key.
+    _person: str = PrivateAttr(DEFAULT_PERSON)
 
     @field_validator("timezone")
     @classmethod
@@ -271,6 +314,33 @@ class Settings(_Section):
         if value:
             _zone(value)
         return value
+
+    @field_validator("people")
+    @classmethod
+    def _check_people(cls, value: dict[str, PersonSettings]) -> dict[str, PersonSettings]:
+        for name in value:
+            check_person(name)
+        return value
+
+    @property
+    def person(self) -> str:
+        return self._person
+
+    def for_person(self, name: str) -> Settings:
+        """These settings as `name` sees them: their own `[people.NAME]` sources and time
+        zone where given, and their outputs (snapshot, keyring, topics) under their name."""
+        check_person(name)
+        own = self.people.get(name)
+        update: dict[str, Any] = {}
+        if own is not None and own.sources is not None:
+            update["sources"] = own.sources
+        if own is not None and own.timezone:
+            update["timezone"] = own.timezone
+        view = self.model_copy(update=update)
+        # model_copy keeps the cached time zone of the original; a person's own is read anew.
+        view.__dict__.pop("tz", None)
+        view._person = name
+        return view
 
     @cached_property
     def tz(self) -> tzinfo:
@@ -297,11 +367,15 @@ class Settings(_Section):
 
     @property
     def export_path(self) -> Path:
-        return (
+        path = (
             Path(self.export.path).expanduser()
             if self.export.path
             else self.data_path / "latest.json"
         )
+        if self.person == DEFAULT_PERSON:
+            return path
+        # One snapshot per person, beside the configured one: latest.json -> latest.alice.json
+        return path.with_name(f"{path.stem}.{self.person}{path.suffix}")
 
 
 def _zone(name: str) -> tzinfo:

@@ -51,6 +51,7 @@ class SourceSpec:
     # The name its records are stored under (SOURCE of the module); default: its name.
     stored_as: str = ""
     imports: bool = False  # `rhythm-bridge import <cli>` reads a file of it
+    folders: bool = False  # ... or the folder an export ZIP unzips to
     pushed: bool = False  # a phone POSTs it to /api/push/<cli>
     live: bool = False  # the module has `pull(...)`, run by the scheduler
     watch: Watch | None = None
@@ -120,6 +121,28 @@ SOURCES: tuple[SourceSpec, ...] = (
         section="garmin",
         imports=True,
         watch=Watch(setting="export_dir", patterns=("*.fit", "*.FIT")),
+    ),
+    SourceSpec(
+        name="fitbit",
+        provides=frozenset(
+            {"sleep", "sleep_score", "resting_hr", "steps", "heart_rate", "active_minutes"}
+            | {"hrv_rmssd", "respiratory_rate", "stress_score", "readiness_score"}
+        ),
+        section="fitbit",
+        imports=True,
+        folders=True,
+        watch=Watch(setting="export_dir", patterns=("*.zip",)),
+    ),
+    SourceSpec(
+        name="readings",
+        # What connectors/readings.py UNITS accepts: the metrics the meters read, and
+        # the vendor scores kept beside them.
+        provides=frozenset(
+            {"sleep", "hrv_rmssd", "hrv_sdnn", "resting_hr", "heart_rate", "respiratory_rate"}
+            | {"steps", "stress", "recovery", "body_battery", "sleep_score", "readiness_score"}
+            | {"workout", "mindful"}
+        ),
+        imports=True,
     ),
     SourceSpec(
         name="ics",

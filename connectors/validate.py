@@ -29,7 +29,10 @@ RANGES: dict[str, tuple[float, float]] = {
     "sleep": (0, 24 * 60),
     "mindful": (0, 12 * 60),
     "workout": (0, 24 * 60),
-    "sleep_score": (0, 100),  # WHOOP's sleep performance and Garmin's score, in %
+    "sleep_score": (0, 100),  # WHOOP's sleep performance, Garmin's and Fitbit's score
+    "stress_score": (0, 100),  # Fitbit's stress management score (high = calm)
+    "readiness_score": (0, 100),  # Fitbit's daily readiness
+    "active_minutes": (0, 24 * 60),  # a day's minutes at one activity level
     "workout_energy": (0, 10_000),  # kcal of one workout, like a day's active energy
     # km of one workout: a 24-hour cycling record is under 1,000 km
     "workout_distance": (0, 1_000),

@@ -53,7 +53,7 @@ from mappings.freshness import (
 from mappings.inputs import InputArray, all_inputs, slot_arrays
 from mappings.slots import DEFAULT_BOUNDARIES, SlotKey
 from mappings.tasks import TASK_INPUTS, Tasks
-from mappings.vocabulary import bundled_weights, null_reason
+from mappings.vocabulary import VENDOR_INPUTS, bundled_weights, null_reason
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -80,6 +80,8 @@ class Weights:
     step_priority: tuple[str, ...] = ()
     focus_credit: dict[str, float] = field(default_factory=dict)
     deadline_keywords: tuple[str, ...] = ()
+    # False: `[vendor_scores] as_inputs = false`, the vendors' composites left out.
+    vendor_inputs: bool = True
     # Meters whose weights were fitted to the person (bridge/cycle/validity.py): their
     # provenance says so.
     fitted: frozenset[str] = frozenset()
@@ -125,6 +127,12 @@ def _parse_weights(bundled: str, own: str, name: str = "") -> Weights:
                 data[section] = {**data[section], **values}
             else:
                 data[section] = values
+    section = data.get("vendor_scores", {})
+    vendor = section.get("as_inputs", True) if isinstance(section, dict) else section
+    if not isinstance(vendor, bool):
+        raise WeightsError(
+            f"{name or 'meter_weights.toml'}: [vendor_scores] as_inputs is true or false"
+        )
     try:
         meters = {m: {k: float(v) for k, v in data[m].items()} for m in METERS}
         targets = {k: float(v) for k, v in data["targets"].items()}
@@ -140,6 +148,11 @@ def _parse_weights(bundled: str, own: str, name: str = "") -> Weights:
                 raise WeightsError(f"{where}: unknown input; known: {', '.join(sorted(known))}")
             if weight < 0:
                 raise WeightsError(f"{where}: a weight cannot be negative")
+    if not vendor:
+        # Out of every meter, not weighted 0: provenance then does not list them.
+        meters = {
+            m: {k: w for k, w in t.items() if k not in VENDOR_INPUTS} for m, t in meters.items()
+        }
     return Weights(
         str(data["version"]),
         meters,
@@ -147,6 +160,7 @@ def _parse_weights(bundled: str, own: str, name: str = "") -> Weights:
         tuple(data.get("steps", {}).get("priority", ())),
         focus,
         tuple(data.get("deadlines", {}).get("keywords", ())),
+        vendor_inputs=vendor,
     )
 
 

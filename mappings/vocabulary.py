@@ -142,6 +142,41 @@ INPUTS: tuple[InputSpec, ...] = (
     _tasks("overdue_tasks", "overdue open tasks"),
 )
 
+
+@dataclass(frozen=True, kw_only=True)
+class VendorScore:
+    """A vendor's own composite, stored as a reading and shown beside the meters.
+
+    Kept as a reference to measure the meters against, never as the truth. `inputs`: the
+    meter inputs that read it; `[vendor_scores] as_inputs = false` in a weights file
+    leaves those out of every meter, so agreement with the score is not circular.
+    """
+
+    metric: str
+    name: str  # how status, the page and the snapshot name it
+    unit: str
+    # Which stored labels are the score itself (Body Battery also stores a day's
+    # highest and lowest, which are not).
+    labels: tuple[str, ...] = ("",)
+    inputs: tuple[str, ...] = ()
+
+
+VENDOR_SCORES: tuple[VendorScore, ...] = (
+    VendorScore(metric="sleep_score", name="sleep score", unit="0-100"),
+    VendorScore(metric="recovery", name="recovery", unit="%", inputs=("recovery",)),
+    VendorScore(
+        metric="body_battery",
+        name="Body Battery",
+        unit="0-100",
+        labels=("", "at_wake", "atwaketime", "mostrecent"),
+        inputs=("body_battery",),
+    ),
+    VendorScore(metric="readiness_score", name="readiness", unit="0-100"),
+    VendorScore(metric="stress_score", name="stress management score", unit="0-100"),
+)
+# The meter inputs that are a vendor's composite (the weights' switch drops them).
+VENDOR_INPUTS = frozenset(name for score in VENDOR_SCORES for name in score.inputs)
+
 BY_NAME: dict[str, InputSpec] = {spec.name: spec for spec in INPUTS}
 if len(BY_NAME) != len(INPUTS):
     raise ValueError("mappings.vocabulary: two inputs share a name")

@@ -31,12 +31,14 @@ import keyring
 import keyring.backend
 import keyring.errors
 
-from bridge.config import KEYRING_KEY_ENV
+from bridge.config import DEFAULT_PERSON, KEYRING_KEY_ENV
 from bridge.errors import ConfigError
 from bridge.files import private_dir
 from bridge.logs import register_secret
 
 SERVICE = "rhythm-bridge"
+# The entry listing the names of a person's other entries (see Secrets._remember).
+_INDEX = "_names"
 KEY_ENV = KEYRING_KEY_ENV
 CREDENTIAL_NAME = "keyring-key"
 FILE_NAME = "secrets.keyring"
@@ -167,6 +169,10 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
             data.setdefault(service, {})[username] = password
             self._save(data)
 
+    def names(self, service: str) -> list[str]:
+        with self._lock:
+            return list(self._load().get(service, {}))
+
     def delete_password(self, service: str, username: str) -> None:
         with self._locked():
             data = self._load()
@@ -209,17 +215,28 @@ def choose_backend(mode: str = "auto", path: Path | None = None) -> keyring.back
     return EncryptedFileKeyring(path)
 
 
-class Secrets:
-    """Named secrets of this app (`whoop:token`, ...) in one keyring backend."""
+def service_of(person: str) -> str:
+    """The keyring service holding `person`'s secrets. The default person keeps the plain
+    service, so a one-person install's entries stay where earlier releases put them."""
+    return SERVICE if person == DEFAULT_PERSON else f"{SERVICE}/{person}"
 
-    def __init__(self, backend: keyring.backend.KeyringBackend) -> None:
+
+class Secrets:
+    """Named secrets of one person of this app (`whoop:token`, ...) in one keyring backend:
+    each person's entries under their own keyring service (`service_of`)."""
+
+    def __init__(
+        self, backend: keyring.backend.KeyringBackend, person: str = DEFAULT_PERSON
+    ) -> None:
         self.backend = backend
+        self.person = person
+        self.service = service_of(person)
 
     @classmethod
     def from_settings(cls, settings: Any) -> Secrets:
         cfg = settings.secrets
         path = Path(cfg.file).expanduser() if cfg.file else settings.data_path / FILE_NAME
-        return cls(choose_backend(cfg.backend, path))
+        return cls(choose_backend(cfg.backend, path), getattr(settings, "person", DEFAULT_PERSON))
 
     @property
     def description(self) -> str:
@@ -229,7 +246,7 @@ class Secrets:
 
     def get(self, name: str) -> str | None:
         try:
-            value = self.backend.get_password(SERVICE, name)
+            value = self.backend.get_password(self.service, name)
         except keyring.errors.KeyringError as err:
             raise ConfigError(f"keyring ({self.description}) failed: {err}") from None
         _mask_in_logs(value)
@@ -238,9 +255,36 @@ class Secrets:
     def set(self, name: str, value: str) -> None:
         _mask_in_logs(value)
         try:
-            self.backend.set_password(SERVICE, name, value)
+            self.backend.set_password(self.service, name, value)
+            self._remember(name)
         except keyring.errors.KeyringError as err:
             raise ConfigError(f"keyring ({self.description}) failed: {err}") from None
+
+    def _remember(self, name: str) -> None:
+        # Most keyrings cannot list their entries; the names kept here let `person remove`
+        # delete every secret of a person.
+        names = self._names()
+        if name != _INDEX and name not in names:
+            self.backend.set_password(self.service, _INDEX, json.dumps(sorted({*names, name})))
+
+    def _names(self) -> frozenset[str]:
+        try:
+            raw = self.backend.get_password(self.service, _INDEX)
+            names = json.loads(raw) if raw else []
+        except (keyring.errors.KeyringError, ValueError):
+            return frozenset()
+        if not isinstance(names, list):
+            return frozenset()
+        return frozenset(n for n in names if isinstance(n, str))
+
+    def forget_all(self) -> int:
+        """Delete every secret of this person (`person remove`); returns how many."""
+        names = self._names()
+        if isinstance(self.backend, EncryptedFileKeyring):
+            names |= frozenset(self.backend.names(self.service))  # also what older releases set
+        count = sum(self.delete(name) for name in sorted(names - {_INDEX}))
+        self.delete(_INDEX)
+        return count
 
     def put(self, name: str, value: str | None) -> None:
         """Store `value` under `name`; None or "" forgets it (a `--clear` option)."""
@@ -251,7 +295,7 @@ class Secrets:
 
     def delete(self, name: str) -> bool:
         try:
-            self.backend.delete_password(SERVICE, name)
+            self.backend.delete_password(self.service, name)
         except keyring.errors.PasswordDeleteError:
             return False
         except keyring.errors.KeyringError as err:

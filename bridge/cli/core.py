@@ -50,6 +50,7 @@ COMMAND_ORDER = (
     "notify-token",
     "mqtt-password",
     "push-token",
+    "person",
     "backup",
     "install-service",
     "train-classifier",
@@ -86,6 +87,7 @@ class _Group(TyperGroup):
             if store is not None:
                 store.dispose()
             state.pop("settings", None)
+            state.pop("base_settings", None)
 
 
 app = typer.Typer(
@@ -136,19 +138,31 @@ def _main(
     log_json: Annotated[
         bool, typer.Option("--log-json", envvar="RHYTHM_BRIDGE_LOG_JSON", help="Log JSON lines.")
     ] = False,
+    person: Annotated[
+        str | None,
+        typer.Option(
+            "--person",
+            "-p",
+            envvar="RHYTHM_BRIDGE_PERSON",
+            metavar="NAME",
+            help="Whose data the command reads and changes (default: the only person).",
+        ),
+    ] = None,
 ) -> None:
     from bridge.logs import setup_logging
 
     state["config"] = config
+    state["person"] = person
     state["log_json"] = log_json
     setup_logging(logging.INFO if verbose else logging.WARNING, as_json=log_json)
 
 
-def current_settings() -> Settings:
+def base_settings() -> Settings:
+    """The config as written, before it is narrowed to one person (`current_settings`)."""
     from bridge.config import load_settings
     from bridge.errors import ConfigError
 
-    if "settings" not in state:
+    if "base_settings" not in state:
         path = state.get("config")
         if path is not None and not Path(path).expanduser().exists():
             # Named on purpose (--config or $RHYTHM_BRIDGE_CONFIG): silently running on the
@@ -156,20 +170,82 @@ def current_settings() -> Settings:
             raise ConfigError(
                 f"{path}: no such config file; write one with `rhythm-bridge --config {path} init`"
             )
-        state["settings"] = load_settings(path)
+        state["base_settings"] = load_settings(path)
+    return state["base_settings"]
+
+
+def current_settings() -> Settings:
+    """The settings as the person this invocation serves sees them."""
+    if "settings" not in state:
+        settings = base_settings()
+        state["settings"] = settings.for_person(_whom(settings))
     return state["settings"]
 
 
-def current_store() -> Store:
+def registry_store() -> Store:
+    """The store, for what concerns the installation rather than one person (the registry
+    of people): no person needs to be named."""
+    from bridge.config import DEFAULT_PERSON
+
+    return _open_store(base_settings(), state.get("person") or DEFAULT_PERSON)
+
+
+def _whom(settings: Settings) -> str:
+    """The person this invocation serves: --person, else the only person registered."""
+    from bridge.config import DEFAULT_PERSON, check_person
+    from bridge.errors import ConfigError
+
+    given = state.get("person")
+    if given:
+        try:
+            check_person(given)
+        except ValueError as err:
+            raise ConfigError(f"--person: {err}") from None
+    people = (
+        _open_store(settings, given or DEFAULT_PERSON).people() if _store_exists(settings) else []
+    )
+    if given:
+        if people and given not in people:
+            raise ConfigError(
+                f"--person {given}: no such person here ({', '.join(people)}); "
+                f"add them with `rhythm-bridge person add {given}`"
+            )
+        return given
+    if len(people) > 1:
+        raise ConfigError(
+            f"this installation keeps several people ({', '.join(people)}); "
+            "name one with --person NAME (or RHYTHM_BRIDGE_PERSON)"
+        )
+    return people[0] if people else DEFAULT_PERSON
+
+
+def _store_exists(settings: Settings) -> bool:
+    # A database not made yet has nobody in it; `init` or `demo` must not make one to ask.
+    url = settings.database_url
+    if not url.startswith("sqlite"):
+        return True
+    from sqlalchemy.engine import make_url
+
+    database = make_url(url).database
+    return database is not None and database not in ("", ":memory:") and Path(database).exists()
+
+
+def _open_store(settings: Settings, person: str) -> Store:
+    from bridge.files import make_private
     from bridge.store import Store
 
     if "store" not in state:
-        from bridge.files import make_private
-
-        settings = current_settings()
         make_private(settings.data_path)  # an install from an older release: once
-        state["store"] = Store(settings.database_url)
+        state["store"] = Store(settings.database_url, person=person)
     return state["store"]
+
+
+def current_store() -> Store:
+    settings = current_settings()
+    store = _open_store(settings, settings.person)
+    if store.person != settings.person:
+        state["store"] = store = store.as_person(settings.person)
+    return store
 
 
 def file_in(path: Path, default_name: str) -> Path:

@@ -9,6 +9,7 @@ import bridge.cli.classifier
 import bridge.cli.model
 import bridge.cli.notify
 import bridge.cli.ops
+import bridge.cli.people
 import bridge.cli.pipeline
 import bridge.cli.push
 import bridge.cli.web  # noqa: F401

@@ -176,15 +176,17 @@ def import_(
     path: Annotated[
         str,
         typer.Argument(
-            help="The file to import (apple-health: also the unzipped export folder; "
-            "ics: also an https:// or webcal:// URL)."
+            help="The file to import (apple-health, fitbit: also the unzipped export "
+            "folder; ics: also an https:// or webcal:// URL)."
         ),
     ],
     force: Annotated[
         bool, typer.Option("--force", help="Import even if this exact file was imported before.")
     ] = False,
 ) -> None:
-    """Import Apple Health export.zip/.xml, a Garmin export ZIP, a FIT file, or .ics (file/URL)."""
+    """Import Apple Health export.zip/.xml, a Garmin export ZIP, a FIT file, a Fitbit Takeout
+    ZIP or folder, a readings CSV (docs/reference/readings-csv.md), a check-in CSV, or .ics
+    (file/URL)."""
     if kind == "checkins":
         from bridge.cli.checkins import import_checkins_command
 
@@ -234,6 +236,9 @@ def _import_path(kind: str, path: Path) -> Path:
     path = path.expanduser()
     if not path.is_dir():
         return path
+    spec = IMPORT_KINDS.get(kind)
+    if spec is not None and spec.folders:
+        return path  # an unzipped export, read as it is
     if kind != "apple-health":
         raise BridgeError(f"{path}: a folder; give the {kind} file itself")
     # Apple's ZIP unzips to apple_health_export/export.xml (beside export_cda.xml and routes).

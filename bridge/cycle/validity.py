@@ -33,6 +33,7 @@ from mappings.actions import METERS
 from mappings.checkins import BY_NAME, items_of
 from mappings.slots import SlotKey, slot_bounds
 from mappings.validity import FIT_MIN_DAYS, MIN_DAYS, Agreement, agreement, forward_fit
+from mappings.vocabulary import VENDOR_SCORES
 
 if TYPE_CHECKING:
     from mappings.meters import Weights
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 # Vendors' own composites, compared with the check-ins beside the meters (never inputs
 # of this comparison): the newest value ended before the check-in, at most a day and a
 # half old.
-VENDOR_METRICS = ("sleep_score", "recovery", "body_battery", "readiness_score", "stress_score")
+VENDOR = {score.metric: score for score in VENDOR_SCORES}
 VENDOR_MAX_AGE = timedelta(hours=36)
 INPUT_NAMES = {
     "sleep_duration": "sleep duration",
@@ -87,8 +88,10 @@ def _checkins(store: Store) -> pd.DataFrame:
 def _vendor_values(store: Store, lo: datetime, hi: datetime, cutoffs: list[datetime]) -> dict:
     with store.session() as session:
         rows = session.execute(
-            select(col(Reading.metric), col(Reading.end_utc), col(Reading.value)).where(
-                col(Reading.metric).in_(VENDOR_METRICS),
+            select(
+                col(Reading.metric), col(Reading.end_utc), col(Reading.value), col(Reading.label)
+            ).where(
+                col(Reading.metric).in_(sorted(VENDOR)),
                 col(Reading.end_utc) >= lo,
                 col(Reading.end_utc) < hi,
             )
@@ -96,10 +99,14 @@ def _vendor_values(store: Store, lo: datetime, hi: datetime, cutoffs: list[datet
     out: dict[str, np.ndarray] = {}
     if not rows:
         return out
-    frame = pd.DataFrame(list(map(tuple, rows)), columns=["metric", "end", "value"])
+    frame = pd.DataFrame(list(map(tuple, rows)), columns=["metric", "end", "value", "label"])
+    # Only the labels that are the score itself (not a day's highest or lowest).
+    frame = frame[
+        [lab in VENDOR[m].labels for m, lab in zip(frame["metric"], frame["label"], strict=True)]
+    ]
     frame["end"] = pd.to_datetime(frame["end"], utc=True)
     at = pd.DataFrame({"at": pd.to_datetime(cutoffs, utc=True), "i": range(len(cutoffs))})
-    for metric, group in frame.groupby("metric"):
+    for metric, group in frame.drop(columns="label").groupby("metric"):
         merged = pd.merge_asof(
             at.sort_values("at"),
             group.dropna(subset=["value"]).sort_values("end"),

@@ -43,6 +43,7 @@ from connectors.base import (
     TaskRecord,
     TaskScope,
 )
+from connectors.bundle import folder_sha256
 from connectors.validate import (
     EARLIEST,
     FUTURE_SLACK,
@@ -665,11 +666,15 @@ def import_file(
     except ValueError as err:
         raise InputError(str(err)) from None
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
     started = time.perf_counter()
+    if path.is_dir() and getattr(module, "FOLDERS", False):
+        # An unzipped export: its hash is over the members the reader reads.
+        sha, size = folder_sha256(path, module.wanted)
+    elif path.is_file():
+        sha, size = file_sha256(path), path.stat().st_size
+    else:
+        raise InputError(f"{path}: no such file")
     summary = ImportSummary(kind=kind, path=str(path))
-    sha = file_sha256(path)
     now = utcnow()
     with store.transaction() as session:
         if not force and already_imported(session, kind, sha):
@@ -699,7 +704,7 @@ def import_file(
                     "kind": kind,
                     "sha256": sha,
                     "path": str(path),
-                    "size": path.stat().st_size,
+                    "size": size,
                     "records": summary.records,
                     "new_records": summary.new,
                     "imported_at": now,

@@ -3,4 +3,4 @@
 # The snapshot document's schema and version (bridge/schemas/snapshot.schema.json): here,
 # apart from bridge/out/snapshot.py, so that `export --help` names it without importing
 # the store.
-SNAPSHOT_SCHEMA_ID = "rhythm-bridge/snapshot@1.2"
+SNAPSHOT_SCHEMA_ID = "rhythm-bridge/snapshot@1.3"

@@ -26,15 +26,18 @@ from bridge.store.models import (
     Feedback,
     Meta,
     MeterSnapshot,
+    Reading,
     Recommendation,
     SyncState,
 )
 from mappings.actions import METERS
 from mappings.slots import SLOT_NAMES, SlotKey, day_bounds
+from mappings.vocabulary import VENDOR_SCORES
 
 # 1.1 added the recommendation's "window" and "window_reason" (additive: a reader of 1
 # keeps working when it ignores unknown fields). 1.2 added "no_window": set (and
 # "recommendation" null) when the calendar leaves no window in the whole look-ahead.
+# 1.3 added "vendor_scores": the vendors' own scores, shown beside the meters.
 SCHEMA_ID = SNAPSHOT_SCHEMA_ID
 NO_WINDOW_META = "no_window"
 
@@ -344,6 +347,51 @@ def source_documents(store: Store) -> list[dict[str, Any]]:
     ]
 
 
+# A vendor score older than this is not "beside" today's meters any more.
+VENDOR_SCORE_HOURS = 36
+
+
+def vendor_score_documents(store: Store, now: datetime) -> list[dict[str, Any]]:
+    """The newest value of each vendor score per source within VENDOR_SCORE_HOURS.
+
+    References to compare the meters with (mappings/vocabulary.py VENDOR_SCORES): Fitbit's
+    sleep score, WHOOP's recovery, Garmin's Body Battery and sleep score, ...
+    """
+    since = now - timedelta(hours=VENDOR_SCORE_HOURS)
+    by_metric = {score.metric: score for score in VENDOR_SCORES}
+    stmt = (
+        select(
+            col(Reading.metric),
+            col(Reading.source),
+            col(Reading.label),
+            col(Reading.value),
+            col(Reading.end_utc),
+        )
+        .where(
+            col(Reading.metric).in_(list(by_metric)),
+            col(Reading.end_utc) >= since,
+            col(Reading.end_utc) <= now,
+        )
+        .order_by(col(Reading.end_utc).desc())
+    )
+    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    with store.session() as session:
+        for metric, source, label, value, end in session.execute(stmt):
+            score = by_metric[metric]
+            if label not in score.labels or value is None or (metric, source) in newest:
+                continue
+            newest[(metric, source)] = {
+                "metric": metric,
+                "name": score.name,
+                "source": source,
+                "value": round(float(value), 1),
+                "unit": score.unit,
+                "at": iso(end),
+            }
+    order = {score.metric: i for i, score in enumerate(VENDOR_SCORES)}
+    return sorted(newest.values(), key=lambda d: (order[d["metric"]], d["source"]))
+
+
 def slot_documents(store: Store, since: date, until: SlotKey) -> list[dict[str, Any]]:
     """The stored slots from local date `since` up to and including slot `until`."""
     with store.session() as session:
@@ -416,6 +464,7 @@ def build_snapshot(
         "no_window": None if found else no_window_document(store, settings, now),
         "events_today": events_of_day(store, settings, cur.local_date),
         "sources": source_documents(store),
+        "vendor_scores": vendor_score_documents(store, now),
     }
 
 

@@ -17,7 +17,7 @@ from bridge.config import Settings
 from bridge.errors import BridgeError
 from bridge.intake.push import devices
 from bridge.intake.sources import SCHEDULED, get_state, next_due
-from bridge.out.snapshot import iso
+from bridge.out.snapshot import iso, vendor_score_documents
 from bridge.store import Store
 from bridge.store.db import schema_version
 from bridge.store.models import CalendarEvent, ImportedFile, Reading, Task
@@ -236,6 +236,7 @@ def collect_status(settings: Settings, store: Store, now: datetime | None = None
         "sources": sources,
         "push_devices": push_devices(settings, store),
         "freshness": freshness(store, now),
+        "vendor_scores": vendor_score_documents(store, now),
         "warnings": silence_warnings(settings, store, now) + google_write_warnings(settings, store),
         "google_write": google_write_status(settings, store),
     }
@@ -352,4 +353,13 @@ def status_lines(doc: dict[str, Any], now: datetime, tz: tzinfo) -> list[str]:
     for f in doc["freshness"]:
         rows.append([f["input"], when(f["newest"], now, tz), ", ".join(f["meters"])])
     lines.extend(table(rows))
+    if doc.get("vendor_scores"):
+        # References beside the meters, not part of them (unless the weights say so).
+        lines.append("vendor scores (for reference):")
+        rows = [["score", "source", "value", "when"]]
+        for v in doc["vendor_scores"]:
+            rows.append(
+                [v["name"], v["source"], f"{v['value']:g} ({v['unit']})", when(v["at"], now, tz)]
+            )
+        lines.extend(table(rows))
     return lines

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import copy
 import json
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -14,8 +14,9 @@ from sqlalchemy import CursorResult, Engine, Result, create_engine, event, inspe
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import ORMExecuteState, with_loader_criteria
 from sqlalchemy.orm import Session as OrmSession
-from sqlmodel import Session, SQLModel
+from sqlmodel import Session, SQLModel, col
 
+from bridge.config import check_person
 from bridge.errors import StoreError
 from bridge.files import private_file
 from bridge.store import models
@@ -140,14 +141,13 @@ def schema_version(engine: Engine) -> str | None:
     return versions[0] if len(versions) == 1 else None
 
 
-# Every table holds rows of several people; these are scoped to the session's person.
+# The tables of people's rows (every table with a `person`; the registry `people` is not
+# one): these are scoped to the session's person.
 OWNED: tuple[type[SQLModel], ...] = tuple(
-    m for m in vars(models).values() if isinstance(m, type) and hasattr(m, "__table__")
+    m
+    for m in vars(models).values()
+    if isinstance(m, type) and hasattr(m, "__table__") and "person" in m.__table__.columns
 )
-
-
-# A person's name is part of keys, file names and keyring entries: plain and lowercase.
-PERSON_NAME = re.compile(rf"[a-z0-9][a-z0-9_-]{{0,{models.PERSON_MAX - 1}}}")
 
 
 def person_of(session: OrmSession) -> str:
@@ -183,11 +183,10 @@ class Store:
     def __init__(
         self, url: str, *, create: bool = True, person: str = models.DEFAULT_PERSON
     ) -> None:
-        if not PERSON_NAME.fullmatch(person):
-            raise StoreError(
-                f"person name {person!r}: use 1-64 lowercase letters, digits, '-' or '_', "
-                "starting with a letter or digit"
-            )
+        try:
+            check_person(person)
+        except ValueError as err:
+            raise StoreError(str(err)) from None
         self.url = url
         self.person = person
         self.engine = make_engine(url)
@@ -238,6 +237,54 @@ class Store:
         upsert(
             session, models.Meta, [{"key": key, "value": value}], keys=("key",), update=("value",)
         )
+
+    def as_person(self, person: str) -> Store:
+        """The same database (one engine, one pool) opened for another of its people."""
+        try:
+            check_person(person)
+        except ValueError as err:
+            raise StoreError(str(err)) from None
+        view = copy.copy(self)
+        view.person = person
+        return view
+
+    # The registry of people. It holds names only, so these read it whoever the store is
+    # opened for (the household admin lists people without reading anyone's data).
+    def people(self) -> list[str]:
+        with self.session() as session:
+            rows = session.execute(
+                select(col(models.Person.name)).order_by(col(models.Person.name))
+            )
+            return [name for (name,) in rows]
+
+    def add_person(self, person: str) -> bool:
+        """Register `person`; False when they already are."""
+        check = self.as_person(person)  # the name's rules, in one place
+        with check.transaction() as session:
+            if session.get(models.Person, person) is not None:
+                return False
+            session.add(models.Person(name=person, added_at=datetime.now(UTC)))
+        return True
+
+    def remove_person(self, person: str) -> dict[str, int]:
+        """Delete every row of `person` and their registration, in one transaction;
+        returns the rows deleted per table (empty when there was no such person)."""
+        view = self.as_person(person)
+        deleted: dict[str, int] = {}
+        with view.transaction() as session:
+            if session.get(models.Person, person) is None:
+                return {}
+            owned = {m.__table__ for m in OWNED}  # type: ignore[attr-defined]
+            # Children before parents; the meter-change notes last, since deleting a
+            # person's readings notes their days again.
+            tables = [t for t in reversed(SQLModel.metadata.sorted_tables) if t in owned]
+            tables.sort(key=lambda t: t.name == "meter_changes")
+            for table in tables:
+                result = session.execute(table.delete().where(table.c.person == person))
+                if count := rows_changed(result):
+                    deleted[table.name] = count
+            session.delete(session.get(models.Person, person))
+        return deleted
 
     def dispose(self) -> None:
         self.engine.dispose()

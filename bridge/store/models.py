@@ -17,14 +17,24 @@ from sqlalchemy import Column, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 # The person an existing one-person store's rows become, and whom a Store serves by default.
-DEFAULT_PERSON = "me"
-PERSON_MAX = 64
+from bridge.config import DEFAULT_PERSON as DEFAULT_PERSON
+from bridge.config import PERSON_MAX as PERSON_MAX
 
 
 def person_field() -> Any:
     # No default: a row without its person is refused by the database (NOT NULL), never
     # filed under someone. The Store fills it in on every write (bridge.store.db).
     return Field(max_length=PERSON_MAX)
+
+
+class Person(SQLModel, table=True):
+    """A person this installation keeps data for: the registry `person add|list|remove`
+    keeps. It holds no health data, so the household's admin may read it."""
+
+    __tablename__ = "people"
+
+    name: str = Field(primary_key=True, max_length=PERSON_MAX)
+    added_at: datetime
 
 
 class Reading(SQLModel, table=True):

@@ -31,7 +31,7 @@ from bridge.cycle.answer import answer
 from bridge.errors import BridgeError, InputError
 from bridge.learning.corrections import LABELS, UnknownEvent, correct_event_label
 from bridge.learning.feedback import UnknownRecommendation
-from bridge.out.snapshot import recommendation_document
+from bridge.out.snapshot import recommendation_document, vendor_score_documents
 from bridge.store import Store
 from bridge.web import access, push, views, words
 from bridge.web.charts import sparkline
@@ -211,6 +211,7 @@ def page_view(request: Request) -> Response:
             "tz": st.settings.tz,
             "meters": meter_doc,
             "cards": cards,
+            "vendor_scores": vendor_score_documents(st.store, now),
             "rec": rec,
             "no_window": None if rec else views.no_window(st.store, st.settings, now),
             "belief": views.belief_rows(rec["belief"], rec.get("belief_sd")) if rec else None,

@@ -115,7 +115,7 @@ def test_the_snapshot_says_why_and_when_the_next_window_is(full, settings):
     recommend(full, settings, MONDAY_0505)
     snap = build_snapshot(full, settings, MONDAY_0505)
     validate_snapshot(snap)
-    assert snap["schema"] == "rhythm-bridge/snapshot@1.2"
+    assert snap["schema"] == "rhythm-bridge/snapshot@1.3"
     assert snap["recommendation"] is None
     gap = snap["no_window"]
     assert (gap["date"], gap["slot"], gap["slot_name"]) == ("2026-11-23", 0, "morning")

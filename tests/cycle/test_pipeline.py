@@ -46,7 +46,7 @@ def test_the_snapshot_matches_its_schema_and_its_rules(loaded, settings):
     run_cycle(settings, loaded, now=DEMO_NOW)
     doc = json.loads(settings.export_path.read_text())
     validate_snapshot(doc)
-    assert doc["schema"] == "rhythm-bridge/snapshot@1.2"
+    assert doc["schema"] == "rhythm-bridge/snapshot@1.3"
     assert doc["recommendation"]["action"] in ACTIONS
     assert doc["current"]["date"] == "2026-11-19" and doc["current"]["timestep"] == 12
     for slot in doc["slots"]:

@@ -241,3 +241,65 @@ def test_the_migration_goes_back_and_forth_keeping_the_one_persons_rows(database
         assert store.get_meta("last_cycle_at") == "x"
     finally:
         store.dispose()
+
+
+def test_a_store_from_before_people_registers_its_one_person(database_url: str) -> None:
+    _store_before_people(database_url)
+    store = Store(database_url, person="ana")
+    try:
+        assert store.people() == ["ana"]
+    finally:
+        store.dispose()
+
+
+def test_a_new_store_registers_the_person_it_is_opened_for(database_url: str) -> None:
+    store = Store(database_url, person="bo")
+    try:
+        assert store.people() == ["bo"]
+        assert store.add_person("ana") is True
+        assert store.add_person("ana") is False
+        assert store.people() == ["ana", "bo"]
+        with pytest.raises(StoreError, match="person name"):
+            store.add_person("Ana Smith")
+    finally:
+        store.dispose()
+
+
+def test_removing_a_person_deletes_their_rows_and_nobody_elses(database_url: str) -> None:
+    _store_before_people(database_url)
+    me = Store(database_url)  # the old store's rows became "me"
+    try:
+        ana = me.as_person("ana")
+        me.add_person("ana")
+        with ana.transaction() as session:
+            upsert(
+                session,
+                Reading,
+                [
+                    {
+                        "source": "apple_health",
+                        "metric": "steps",
+                        "origin": "Watch",
+                        "start_utc": T0,
+                        "end_utc": T0,
+                        "value": 5.0,
+                        "imported_at": T0,
+                    }
+                ],
+                keys=("source", "metric", "origin", "start_utc", "end_utc", "label"),
+            )
+            ana.set_meta(session, "last_cycle_at", "y")
+        before = _counts(me)
+        deleted = me.remove_person("ana")
+        assert deleted["readings"] == 1 and deleted["meta"] == 1
+        assert _counts(ana) == {name: 0 for name in before}  # nothing of ana is left
+        assert _counts(me) == before  # and nothing of me went with it
+        assert me.people() == ["me"]
+        assert me.remove_person("ana") == {}
+        removed_me = me.remove_person("me")
+        assert {"readings", "calendar_events", "recommendations", "feedback", "tasks"} <= set(
+            removed_me
+        )
+        assert all(n == 0 for n in _counts(me).values())
+    finally:
+        me.dispose()

@@ -1,7 +1,7 @@
 """check-ins: how the person says they feel, the meters' yardstick
 
 Revision ID: i38_checkins
-Revises: i40_people
+Revises: i40_registry
 """
 from alembic import op
 import sqlalchemy as sa
@@ -9,7 +9,7 @@ import sqlmodel
 
 
 revision = 'i38_checkins'
-down_revision = 'i40_people'
+down_revision = 'i40_registry'
 branch_labels = None
 depends_on = None
 
