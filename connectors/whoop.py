@@ -77,7 +77,7 @@ class WhoopTokens:
     ) -> None:
         self.cfg = settings.sources.whoop
         self.secrets, self.client, self.policy = secrets, client, policy
-        self.lock_path = settings.data_path / ".whoop-token.lock"
+        self.lock_path = settings.person_path / ".whoop-token.lock"
 
     def _client_secret(self) -> str:
         secret = self.secrets.get(CLIENT_SECRET)
