@@ -136,6 +136,8 @@ class WhoopSettings(SourceSettings):
     redirect_uri: str = "https://localhost:8080/callback"
     refetch_days: int = Field(3, ge=0, le=30)
     requests_per_minute: int = Field(100, ge=1, le=1000)
+    export_dir: str = ""
+    import_journal: bool = False
 
 
 class GarminSettings(SourceSettings):

@@ -186,8 +186,8 @@ def import_(
     path: Annotated[
         str,
         typer.Argument(
-            help="The file to import (apple-health, fitbit: also the unzipped export "
-            "folder; ics: also an https:// or webcal:// URL)."
+            help="The file to import (apple-health, fitbit, whoop-export: also the unzipped "
+            "export folder; ics: also an https:// or webcal:// URL)."
         ),
     ],
     force: Annotated[
@@ -195,7 +195,8 @@ def import_(
     ] = False,
 ) -> None:
     """Import Apple Health export.zip/.xml, a Garmin export ZIP, a FIT file, a Fitbit Takeout
-    ZIP or folder, a readings CSV (docs/reference/readings-csv.md), or .ics (file/URL)."""
+    or WHOOP export (ZIP or folder), a readings CSV (docs/reference/readings-csv.md), or .ics
+    (file/URL)."""
     from bridge.cli.progress import records_progress
     from bridge.intake.ingest import import_file
     from bridge.intake.sources import read_context
