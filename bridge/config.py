@@ -136,6 +136,8 @@ class WhoopSettings(SourceSettings):
     redirect_uri: str = "https://localhost:8080/callback"
     refetch_days: int = Field(3, ge=0, le=30)
     requests_per_minute: int = Field(100, ge=1, le=1000)
+    export_dir: str = ""
+    import_journal: bool = False
 
 
 class GarminSettings(SourceSettings):
@@ -167,22 +169,6 @@ class Sources(_Section):
     whoop: WhoopSettings = WhoopSettings()
     garmin: GarminSettings = GarminSettings()
     fitbit: FitbitSettings = FitbitSettings()
-
-
-class PersonSettings(_Section):
-    """What differs for one person of a household: their sources and their time zone.
-
-    Everything else (database, schedule, web, ...) is the installation's."""
-
-    timezone: str = ""
-    sources: Sources | None = None
-
-    @field_validator("timezone")
-    @classmethod
-    def _check_tz(cls, value: str) -> str:
-        if value:
-            _zone(value)
-        return value
 
 
 class SecretsSettings(_Section):
@@ -280,6 +266,22 @@ class MqttSettings(_Section):
         return _check_topic(value)
 
 
+class PersonSettings(_Section):
+    """What differs for one person of a household: their sources, time zone and
+    notifications. Everything else (database, schedule, web, ...) is the installation's."""
+
+    timezone: str = ""
+    sources: Sources | None = None
+    notify: NotifySettings | None = None
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_tz(cls, value: str) -> str:
+        if value:
+            _zone(value)
+        return value
+
+
 class Settings(_Section):
     """Everything the daemon reads from its config, with the defaults of a fresh install."""
 
@@ -336,6 +338,12 @@ class Settings(_Section):
             update["sources"] = own.sources
         if own is not None and own.timezone:
             update["timezone"] = own.timezone
+        if own is not None and own.notify is not None:
+            update["notify"] = own.notify
+        if name != DEFAULT_PERSON:
+            # Home Assistant shows one device per person: their own topics and device id.
+            base = f"{self.mqtt.base_topic}/{name}"
+            update["mqtt"] = self.mqtt.model_copy(update={"base_topic": base})
         view = self.model_copy(update=update)
         # model_copy keeps the cached time zone of the original; a person's own is read anew.
         view.__dict__.pop("tz", None)
@@ -366,15 +374,22 @@ class Settings(_Section):
         return self.database.url or f"sqlite:///{self.data_path / 'rhythm-bridge.db'}"
 
     @property
+    def person_path(self) -> Path:
+        """Where this person's own files live (snapshot, learned adapter, retrained
+        classifier, token locks): the data dir for the default person, so a one-person
+        install keeps its files where they were; `people/NAME` in it for anyone else."""
+        if self.person == DEFAULT_PERSON:
+            return self.data_path
+        return self.data_path / "people" / self.person
+
+    @property
     def export_path(self) -> Path:
-        path = (
-            Path(self.export.path).expanduser()
-            if self.export.path
-            else self.data_path / "latest.json"
-        )
+        if not self.export.path:
+            return self.person_path / "latest.json"
+        path = Path(self.export.path).expanduser()
         if self.person == DEFAULT_PERSON:
             return path
-        # One snapshot per person, beside the configured one: latest.json -> latest.alice.json
+        # One snapshot per person, beside the configured one: latest.json -> latest.ana.json
         return path.with_name(f"{path.stem}.{self.person}{path.suffix}")
 
 

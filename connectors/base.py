@@ -73,6 +73,9 @@ class ReadContext:
     # record go to it first, and what it returns instead of None (a ready row) is yielded
     # in place of the record. In the context so that every reader keeps read(path, ctx).
     fast_rows: Callable[[dict[str, str]], Any] | None = None
+    # WHOOP's journal answers are intimate: read only when the person turned it on
+    # (`[sources.whoop] import_journal`).
+    whoop_journal: bool = False
 
 
 @dataclass(slots=True)

@@ -151,6 +151,18 @@ SOURCES: tuple[SourceSpec, ...] = (
         imports=True,
     ),
     SourceSpec(
+        name="whoop_export",
+        provides=frozenset(
+            {"recovery", "hrv_rmssd", "resting_hr", "sleep", "sleep_score", "respiratory_rate"}
+            | {"heart_rate", "workout", "journal"}
+        ),
+        section="whoop",
+        stored_as="whoop",  # the API's rows: a night pulled and exported is one night
+        imports=True,
+        folders=True,
+        watch=Watch(setting="export_dir", patterns=("*.zip",)),
+    ),
+    SourceSpec(
         name="google_calendar",
         provides=frozenset({"calendar"}),
         section="google_calendar",

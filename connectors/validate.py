@@ -33,6 +33,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "stress_score": (0, 100),  # Fitbit's stress management score (high = calm)
     "readiness_score": (0, 100),  # Fitbit's daily readiness
     "active_minutes": (0, 24 * 60),  # a day's minutes at one activity level
+    "journal": (0, 1),  # a WHOOP journal answer: 1 yes, 0 no (stored only when turned on)
     "workout_energy": (0, 10_000),  # kcal of one workout, like a day's active energy
     # km of one workout: a 24-hour cycling record is under 1,000 km
     "workout_distance": (0, 1_000),

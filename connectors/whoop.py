@@ -77,7 +77,7 @@ class WhoopTokens:
     ) -> None:
         self.cfg = settings.sources.whoop
         self.secrets, self.client, self.policy = secrets, client, policy
-        self.lock_path = settings.data_path / ".whoop-token.lock"
+        self.lock_path = settings.person_path / ".whoop-token.lock"
 
     def _client_secret(self) -> str:
         secret = self.secrets.get(CLIENT_SECRET)
@@ -229,10 +229,16 @@ class WhoopAPI:
 # --- normalizing ----------------------------------------------------------------------
 
 
+def _instant(text: str) -> datetime:
+    """An API instant in whole seconds: the app's export (connectors/whoop_export.py) has
+    no milliseconds, and a night both pulled and exported must have one natural key."""
+    return parse_instant(text).replace(microsecond=0)
+
+
 def _span(raw: dict[str, Any]) -> tuple[datetime, datetime | None]:
     tz = parse_offset(raw.get("timezone_offset"))
-    start = parse_instant(raw["start"]).astimezone(tz)
-    end = parse_instant(raw["end"]).astimezone(tz) if raw.get("end") else None
+    start = _instant(raw["start"]).astimezone(tz)
+    end = _instant(raw["end"]).astimezone(tz) if raw.get("end") else None
     return start, end
 
 
@@ -291,7 +297,7 @@ def recovery_records(
         return []
     when = wake_times.get(str(raw.get("sleep_id")))
     if when is None:  # its sleep is outside the window: the recovery is made at wake-up
-        when = parse_instant(raw["created_at"])
+        when = _instant(raw["created_at"])
     out = []
     for metric, key, unit in (
         ("recovery", "recovery_score", "%"),

@@ -190,6 +190,15 @@ def registry_store() -> Store:
     return _open_store(base_settings(), state.get("person") or DEFAULT_PERSON)
 
 
+def everyone() -> list[tuple[Settings, Store]]:
+    """Each person this invocation serves, with their settings and store: the one named
+    with --person, else every person here (the daemon and `run --once` serve a household)."""
+    if state.get("person"):
+        return [(current_settings(), current_store())]
+    settings, store = base_settings(), registry_store()
+    return [(settings.for_person(p), store.as_person(p)) for p in store.people() or [store.person]]
+
+
 def _whom(settings: Settings) -> str:
     """The person this invocation serves: --person, else the only person registered."""
     from bridge.config import DEFAULT_PERSON, check_person

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from bridge.cli.core import JsonOpt, app, print_json, registry_store
+
+if TYPE_CHECKING:
+    from bridge.config import Settings
 
 person_app = typer.Typer(
     help="The people this installation keeps data for (a household, a coach's team).",
@@ -62,5 +65,23 @@ def remove(
     deleted = store.remove_person(name)
     theirs = base_settings().for_person(name)
     secrets = Secrets.from_settings(theirs).forget_all()
-    theirs.export_path.unlink(missing_ok=True)
+    _remove_files(theirs)
     typer.echo(f"removed {name}: {sum(deleted.values())} rows, {secrets} secrets")
+
+
+def _remove_files(settings: Settings) -> None:
+    """The person's own files: their folder, or for the default person (whose files sit in
+    the data dir beside the installation's) each of them by name."""
+    import shutil
+
+    from bridge.cycle.classify import local_model_path
+    from bridge.learning.adapter import ADAPTER_FILE
+
+    if settings.person_path != settings.data_path:
+        shutil.rmtree(settings.person_path, ignore_errors=True)
+    for path in (
+        settings.export_path,
+        settings.person_path / ADAPTER_FILE,
+        local_model_path(settings),
+    ):
+        path.unlink(missing_ok=True)

@@ -19,6 +19,7 @@ from bridge.cli.core import (
     current_settings,
     current_store,
     date_arg,
+    everyone,
     file_in,
     fmt,
     print_json,
@@ -30,6 +31,7 @@ from bridge.out import SNAPSHOT_SCHEMA_ID
 from connectors.registry import IMPORT_KINDS, SCHEDULED, spelled
 
 if TYPE_CHECKING:
+    from bridge.config import Settings
     from bridge.store import Store
 
 
@@ -133,41 +135,49 @@ def _print_state(doc: dict[str, Any]) -> None:
 def run(
     once: Annotated[bool, typer.Option("--once", help="Run one cycle and exit.")] = False,
 ) -> None:
-    """Run the daemon (a cycle every few minutes), or one cycle with --once."""
+    """Run the daemon (a cycle every few minutes), or one cycle with --once.
+
+    In a household it serves everyone (or the person named with --person)."""
+    people = everyone()
     if once:
-        from bridge.cli.progress import slots_progress
-        from bridge.cycle.run import run_cycle
-
-        with slots_progress("computing meters") as progress:
-            report = run_cycle(current_settings(), current_store(), progress=progress)
-        for outcome in report.synced:
-            typer.echo(outcome.line())
-        rec = report.recommendation or {}
-        what = rec.get("action") or f"none ({rec.get('no_window')})"
-        typer.echo(
-            f"cycle done in {report.seconds:.1f}s: {report.classified} events classified, "
-            f"{report.slots} slots computed, recommendation {what}; "
-            f"snapshot {report.snapshot}"
-        )
-        if not report.synced and _empty(current_store()):
-            typer.echo(
-                "no data yet: no source is enabled and nothing was imported, so the meters are "
-                "empty; import a file (rhythm-bridge import KIND PATH) or enable a source in "
-                "the config"
-            )
-        from bridge.out.mqtt.link import publish_once
-
-        # The cycle is stored either way; an unreachable broker still fails the command.
-        message = publish_once(current_settings(), current_store())
-        if message:
-            typer.echo(message)
+        for settings, store in people:
+            _run_once(settings, store, f"{settings.person}: " if len(people) > 1 else "")
         return
     from bridge.daemon.scheduler import run_daemon
     from bridge.logs import setup_logging
 
     # A daemon logs every sync and cycle (journald keeps them), verbose or not.
     setup_logging(logging.INFO, as_json=state.get("log_json", False))
-    run_daemon(current_settings(), current_store())
+    run_daemon(people[0][0], people[0][1], people)
+
+
+def _run_once(settings: Settings, store: Store, who: str) -> None:
+    from bridge.cli.progress import slots_progress
+    from bridge.cycle.run import run_cycle
+
+    with slots_progress(f"{who}computing meters") as progress:
+        report = run_cycle(settings, store, progress=progress)
+    for outcome in report.synced:
+        typer.echo(who + outcome.line())
+    rec = report.recommendation or {}
+    what = rec.get("action") or f"none ({rec.get('no_window')})"
+    typer.echo(
+        f"{who}cycle done in {report.seconds:.1f}s: {report.classified} events classified, "
+        f"{report.slots} slots computed, recommendation {what}; "
+        f"snapshot {report.snapshot}"
+    )
+    if not report.synced and _empty(store):
+        typer.echo(
+            f"{who}no data yet: no source is enabled and nothing was imported, so the meters "
+            "are empty; import a file (rhythm-bridge import KIND PATH) or enable a source in "
+            "the config"
+        )
+    from bridge.out.mqtt.link import publish_once
+
+    # The cycle is stored either way; an unreachable broker still fails the command.
+    message = publish_once(settings, store)
+    if message:
+        typer.echo(who + message)
 
 
 @app.command("import")
@@ -176,8 +186,8 @@ def import_(
     path: Annotated[
         str,
         typer.Argument(
-            help="The file to import (apple-health, fitbit: also the unzipped export "
-            "folder; ics: also an https:// or webcal:// URL)."
+            help="The file to import (apple-health, fitbit, whoop-export: also the unzipped "
+            "export folder; ics: also an https:// or webcal:// URL)."
         ),
     ],
     force: Annotated[
@@ -185,8 +195,8 @@ def import_(
     ] = False,
 ) -> None:
     """Import Apple Health export.zip/.xml, a Garmin export ZIP, a FIT file, a Fitbit Takeout
-    ZIP or folder, a readings CSV (docs/reference/readings-csv.md), a check-in CSV, or .ics
-    (file/URL)."""
+    or WHOOP export (ZIP or folder), a readings CSV (docs/reference/readings-csv.md), a
+    check-in CSV, or .ics (file/URL)."""
     if kind == "checkins":
         from bridge.cli.checkins import import_checkins_command
 

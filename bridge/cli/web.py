@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from bridge.cli.core import app, current_settings, current_store
+from bridge.cli.core import app, base_settings, current_settings, registry_store
 
 
 @app.command()
@@ -16,18 +16,20 @@ def serve(
     ] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: [web] port, 8765).")] = None,
 ) -> None:
-    """Serve the web page and its JSON API (no scheduler) until Ctrl-C or SIGTERM."""
+    """Serve the web page and its JSON API (no scheduler) until Ctrl-C or SIGTERM.
+
+    In a household the page serves everyone, each signed in with their own web token."""
     from bridge.web.access import is_loopback
     from bridge.web.server import serve as run_server
 
-    settings = current_settings()
+    settings = base_settings()
     host = settings.web.host if host is None else host
     port = settings.web.port if port is None else port
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"serving http://{shown}:{port}/ (Ctrl-C stops)")
     if not is_loopback(host):
         typer.echo("other devices sign in with the token that `rhythm-bridge web-token` prints")
-    run_server(settings, current_store(), host, port)
+    run_server(settings, registry_store(), host, port)
 
 
 @app.command("web-token")
@@ -36,10 +38,19 @@ def web_token(
         bool,
         typer.Option("--rotate", help="Replace it; devices must sign in again."),
     ] = False,
+    admin: Annotated[
+        bool,
+        typer.Option(
+            "--admin", help="The household admin's token instead: lists the people, reads no data."
+        ),
+    ] = False,
 ) -> None:
     """Print the web access token (kept in the keyring; made on first use)."""
-    from bridge.auth.access import ensure_access_token
+    from bridge.auth.access import ensure_access_token, ensure_admin_token
 
+    if admin:
+        typer.echo(ensure_admin_token(base_settings(), rotate=rotate))
+        return
     typer.echo(ensure_access_token(current_settings(), rotate=rotate))
 
 

@@ -54,7 +54,7 @@ LLM_CALLS_KEY = "classifier.llm_calls"
 
 def local_model_path(settings: Settings) -> Path:
     """Where the model retrained from the person's corrections lives."""
-    return settings.data_path / LOCAL_MODEL
+    return settings.person_path / LOCAL_MODEL
 
 
 def _model(settings: Settings) -> LearnedModel:

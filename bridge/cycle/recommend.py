@@ -263,7 +263,7 @@ def configured_runner(settings: Settings, name: str | None = None) -> Any:
 
     name = name or settings.runner.name
     options = dict(settings.runner.options) if name == settings.runner.name else {}
-    adapter = settings.data_path / "adapter.json"
+    adapter = settings.person_path / "adapter.json"
     if name == "bundled" and "adapter" not in options and adapter.exists():
         try:  # written by the weekly refit (bridge.learning.adapter)
             return load_runner(name, **options, adapter=str(adapter))

@@ -13,7 +13,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -61,27 +61,42 @@ class CycleTracker:
             )
 
     def run(self, settings: Settings, store: Store) -> None:
+        self.run_each([(settings, store)])
+
+    def run_each(self, people: Sequence[tuple[Settings, Store]]) -> None:
+        """One cycle for each person of a household, one after the other (a small box
+        holds one cycle's memory at a time); a stop ends it at the next boundary."""
         with self._lock:
             if self.stop.is_set():
                 return
             self.started = time.monotonic()
             self._idle.clear()
         try:
-            # A failing cycle is logged and the next one runs on schedule: the daemon stays up.
-            run_cycle(settings, store, stop=self.stop, meters_apart=not settings.meters.in_process)
+            for settings, store in people:
+                if self.stop.is_set():
+                    break
+                self._cycle(settings, store, f" for {settings.person}" if len(people) > 1 else "")
             if self.after is not None:
                 self.after()
-        except Cancelled:
-            log.info("cycle stopped at a step boundary; nothing partial was stored")
-        except BridgeError as err:
-            log.error("cycle failed: %s", err)
         except Exception:
-            log.exception("cycle crashed")
+            log.exception("publishing after the cycle crashed")
         finally:
             with self._lock:
                 self.started = None
             trim_heap()
             self._idle.set()
+
+    def _cycle(self, settings: Settings, store: Store, who: str) -> None:
+        # A failing cycle is logged and the next one runs on schedule: the daemon stays up,
+        # and one person's failure does not keep the next person's cycle from running.
+        try:
+            run_cycle(settings, store, stop=self.stop, meters_apart=not settings.meters.in_process)
+        except Cancelled:
+            log.info("cycle%s stopped at a step boundary; nothing partial was stored", who)
+        except BridgeError as err:
+            log.error("cycle%s failed: %s", who, err)
+        except Exception:
+            log.exception("cycle%s crashed", who)
 
 
 # glibc's M_MMAP_THRESHOLD: blocks from this size up get their own mapping, given back
@@ -140,7 +155,7 @@ def _refit_adapter(settings: Settings, store: Store) -> None:
     """Refit the per-user adapter when it is missing or older than the configured days."""
     from bridge.learning.adapter import ADAPTER_FILE, refit
 
-    path = settings.data_path / ADAPTER_FILE
+    path = settings.person_path / ADAPTER_FILE
     max_age = settings.runner.adapter_refit_days * 86400
     # Decided from the file's age, not the job's timer, so reboots do not postpone it.
     if path.exists() and time.time() - path.stat().st_mtime < max_age:
@@ -153,15 +168,28 @@ def _refit_adapter(settings: Settings, store: Store) -> None:
         log.exception("adapter refit crashed")
 
 
-def build_scheduler(settings: Settings, store: Store, tracker: CycleTracker | None = None) -> Any:
+def _refit_adapters(people: Sequence[tuple[Settings, Store]]) -> None:
+    for settings, store in people:
+        _refit_adapter(settings, store)
+
+
+def build_scheduler(
+    settings: Settings,
+    store: Store,
+    tracker: CycleTracker | None = None,
+    people: Sequence[tuple[Settings, Store]] = (),
+) -> Any:
+    """The daemon's jobs for `people` (each person's settings and store; default: the one
+    person of `settings` and `store`)."""
     from apscheduler.schedulers.blocking import BlockingScheduler
 
+    people = list(people) or [(settings, store)]
     tracker = tracker or CycleTracker()
     scheduler = BlockingScheduler(timezone=UTC)
     scheduler.add_job(
-        tracker.run,
+        tracker.run_each,
         "interval",
-        args=(settings, store),
+        args=(people,),
         id="cycle",
         minutes=settings.schedule.cycle_minutes,
         next_run_time=datetime.now(UTC),
@@ -184,9 +212,9 @@ def build_scheduler(settings: Settings, store: Store, tracker: CycleTracker | No
         )
     if settings.runner.adapter_refit_days > 0:
         scheduler.add_job(
-            _refit_adapter,
+            _refit_adapters,
             "interval",
-            args=(settings, store),
+            args=(people,),
             id="adapter",
             hours=1,
             coalesce=True,
@@ -196,22 +224,27 @@ def build_scheduler(settings: Settings, store: Store, tracker: CycleTracker | No
     return scheduler
 
 
-def run_daemon(settings: Settings, store: Store) -> None:
+def run_daemon(
+    settings: Settings, store: Store, people: Sequence[tuple[Settings, Store]] = ()
+) -> None:
     """Run cycles until a stop signal; a cycle in progress finishes before exit.
 
+    `people`: each person's settings and store, for a household (default: the one person
+    of `settings` and `store`). One daemon serves the whole installation (one lock).
     With [web] enabled the page is served from a thread and stopped after the scheduler.
     """
     from bridge.out.status import daemon_lock
 
     with daemon_lock(settings.data_path):
-        _run_daemon(settings, store)
+        _run_daemon(settings, store, list(people) or [(settings, store)])
 
 
-def _run_daemon(settings: Settings, store: Store) -> None:
+def _run_daemon(settings: Settings, store: Store, people: list[tuple[Settings, Store]]) -> None:
     tune_heap()
-    mqtt = _mqtt_link(settings, store)
-    tracker = CycleTracker(mqtt.publish if mqtt else None)
-    scheduler = build_scheduler(settings, store, tracker)
+    # Home Assistant gets one device per person (their own base topic, bridge.config).
+    links = [link for theirs in people if (link := _mqtt_link(*theirs)) is not None]
+    tracker = CycleTracker((lambda: [link.publish() for link in links]) if links else None)
+    scheduler = build_scheduler(settings, store, tracker, people)
     web = None
     if settings.web.enabled or settings.push.enabled:
         from bridge.web.server import BackgroundServer
@@ -250,15 +283,15 @@ def _run_daemon(settings: Settings, store: Store) -> None:
             )
             if web is not None:
                 web.stop()
-            if mqtt is not None:
-                mqtt.close()
+            for link in links:
+                link.close()
             logging.shutdown()
             os._exit(0)
     finally:
         if web is not None:
             web.stop()
-        if mqtt is not None:
-            mqtt.close()
+        for link in links:
+            link.close()
     log.info("daemon stopped")
 
 

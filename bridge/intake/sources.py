@@ -323,4 +323,5 @@ def read_context(settings: Settings, now: datetime) -> ReadContext:
         now=now,
         max_instances_per_event=ics.max_instances_per_event,
         max_instances_per_file=ics.max_instances_per_file,
+        whoop_journal=settings.sources.whoop.import_journal,
     )

@@ -41,7 +41,7 @@ def refit(store: Any, settings: Any, now: datetime | None = None) -> dict[str, A
     doc = fit_adapter(history, model)
     doc["through"] = max(h["local_date"] for h in answered)
     doc["fitted_at"] = now.astimezone(UTC).isoformat()
-    path = settings.data_path / ADAPTER_FILE
+    path = settings.person_path / ADAPTER_FILE
     write_private(path, json.dumps(doc, indent=2).encode())
     log.info("adapter: refitted from %d answers -> %s", len(answered), path)
     return doc

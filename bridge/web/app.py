@@ -25,7 +25,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bridge.auth.access import ensure_access_token, get_access_token
+from bridge.auth.access import ensure_access_token, get_access_token, get_admin_token
 from bridge.config import Settings
 from bridge.cycle.answer import answer
 from bridge.errors import BridgeError, InputError
@@ -61,6 +61,7 @@ SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 PUSH_PREFIX = push.PUSH_PREFIX
+PEOPLE_PATH = "/api/people"
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 
 
@@ -81,13 +82,6 @@ class WebState:
         scheme, _, value = auth.partition(" ")
         return value.strip() if scheme.lower() == "bearer" else None
 
-    def authenticated(self, request: Request) -> bool:
-        if not self.require_token:
-            return True
-        return access.same(self.bearer(request), self.token) or access.same(
-            request.cookies.get(access.COOKIE), self.token
-        )
-
     def check_write(self, request: Request, form_token: str | None = None) -> None:
         """A state-changing request needs the bearer token or the page's CSRF token."""
         if self.token and access.same(self.bearer(request), self.token):
@@ -107,11 +101,25 @@ def _host_ok(state: WebState, request: Request) -> bool:
     return name in LOOPBACK_HOSTS
 
 
-class Guard:
-    """Security headers on every response; the access token on every non-public path."""
+def _person_of(states: list[WebState], request: Request) -> WebState | None:
+    """The person whose token the request carries (bearer or cookie); with a page that
+    needs no token (one person, loopback), that one person."""
+    first = states[0]
+    if not first.require_token:
+        return first
+    sent = (first.bearer(request), request.cookies.get(access.COOKIE))
+    return next((st for st in states if any(access.same(t, st.token) for t in sent)), None)
 
-    def __init__(self, app: ASGIApp, state: WebState) -> None:
-        self.app, self.state = app, state
+
+class Guard:
+    """Security headers on every response; the access token on every non-public path.
+
+    In a household each person has their own token: the request is served as the person
+    whose token it carries (`_state`), so every route reads and changes only their data.
+    """
+
+    def __init__(self, app: ASGIApp, states: list[WebState], admin: str | None) -> None:
+        self.app, self.states, self.state, self.admin = app, states, states[0], admin
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -135,7 +143,15 @@ class Guard:
             pass  # checked by calendar_feed against the feed token
         elif not _host_ok(self.state, request):
             refusal = Response("unknown host name", status_code=400, media_type="text/plain")
-        elif not path.startswith(PUBLIC_PREFIXES) and not self.state.authenticated(request):
+        elif path.startswith(PUBLIC_PREFIXES):
+            pass
+        elif path == PEOPLE_PATH:
+            # The household admin's one route; a person's token does not open it.
+            if not access.same(self.state.bearer(request), self.admin):
+                refusal = JSONResponse({"error": "the household admin token is required"}, 401)
+        elif (whose := _person_of(self.states, request)) is not None:
+            scope.setdefault("state", {})["person_state"] = whose
+        else:
             if path.startswith("/api/"):
                 refusal = JSONResponse(
                     {"error": "access token required (cookie or Authorization: Bearer)"},
@@ -182,7 +198,12 @@ templates.env.globals["belief_ends"] = words.BELIEF_ENDS
 
 
 def _state(request: Request) -> WebState:
-    return request.app.state.web
+    """The signed-in person's view (their settings, their store)."""
+    return getattr(request.state, "person_state", None) or request.app.state.web
+
+
+def _everyone(request: Request) -> list[WebState]:
+    return request.app.state.people
 
 
 def _login_page(request: Request, status_code: int = 200, error: str | None = None) -> Response:
@@ -320,7 +341,9 @@ async def login(request: Request) -> Response:
     if request.method == "GET":
         return _login_page(request)
     form = await request.form()
-    if not access.same(_field(form, "token"), st.token):
+    sent = _field(form, "token")
+    st = next((p for p in _everyone(request) if access.same(sent, p.token)), st)
+    if not access.same(sent, st.token):
         return _login_page(request, status_code=401, error="That token is not right.")
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(
@@ -348,8 +371,11 @@ def calendar_feed(request: Request) -> Response:
     from bridge.auth.feed import get_feed_token
     from bridge.out.calendar_feed import build_feed, etag
 
-    st = _state(request)
-    if not access.same(request.path_params.get("token"), get_feed_token(st.settings)):
+    sent = request.path_params.get("token")
+    st = next(
+        (p for p in _everyone(request) if access.same(sent, get_feed_token(p.settings))), None
+    )
+    if st is None:
         return Response("not found", status_code=404, media_type="text/plain")
     body = build_feed(st.store, st.now())
     tag = etag(body)
@@ -441,6 +467,11 @@ async def api_label(request: Request) -> Response:
     return JSONResponse(result)
 
 
+def api_people(request: Request) -> Response:
+    """The people here, for the household admin: names only, nobody's data."""
+    return JSONResponse({"people": _state(request).store.people()})
+
+
 def api_status(request: Request) -> Response:
     st = _state(request)
     return JSONResponse(views.status(st.store, st.settings))
@@ -506,17 +537,24 @@ def create_app(
     `page=False` serves only the push endpoints (and /healthz): the page stays off.
     """
     host = settings.web.host if host is None else host
-    require_token = page and not access.is_loopback(host)
-    token = ensure_access_token(settings) if require_token else get_access_token(settings)
-    state = WebState(
-        settings=settings,
-        store=store,
-        require_token=require_token,
-        token=token,
-        # With no token (loopback, no keyring) the CSRF key lives as long as the process.
-        csrf=access.csrf_token(token or secrets.token_urlsafe(32)),
-        clock=clock or (lambda: datetime.now(UTC)),
-    )
+    people = store.people() or [store.person]
+    # A household's page always needs a token, on loopback too: the token says who is asking.
+    require_token = page and (len(people) > 1 or not access.is_loopback(host))
+    states = []
+    for person in people:
+        theirs = settings if person == settings.person else settings.for_person(person)
+        token = ensure_access_token(theirs) if require_token else get_access_token(theirs)
+        states.append(
+            WebState(
+                settings=theirs,
+                store=store if person == store.person else store.as_person(person),
+                require_token=require_token,
+                token=token,
+                # With no token (loopback, no keyring) the CSRF key lives as long as the process.
+                csrf=access.csrf_token(token or secrets.token_urlsafe(32)),
+                clock=clock or (lambda: datetime.now(UTC)),
+            )
+        )
     routes = (
         [Route("/healthz", healthz)]
         if not page
@@ -538,6 +576,7 @@ def create_app(
             Route("/api/events", api_events),
             Route("/api/events/{event_id}/label", api_label, methods=["POST"]),
             Route("/api/status", api_status),
+            Route(PEOPLE_PATH, api_people),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
     )
@@ -546,12 +585,13 @@ def create_app(
     app = Starlette(
         routes=routes,
         middleware=[
-            Middleware(Guard, state=state),
+            Middleware(Guard, states=states, admin=get_admin_token(settings) if page else None),
             Middleware(
                 BodyLimit, max_bytes=settings.web.max_body_kb * 1024, own_caps=(PUSH_PREFIX,)
             ),
         ],
         exception_handlers={HTTPException: _on_http, BridgeError: _on_bridge},
     )
-    app.state.web = state
+    app.state.web = states[0]
+    app.state.people = states
     return app

@@ -98,13 +98,17 @@ async def spooled_body(
 def _endpoint(kind: str) -> Any:
     async def push(request: Request) -> JSONResponse:
         st = request.app.state.web
-        settings, store = st.settings, st.store
-        cfg = settings.push
+        cfg = st.settings.push
         auth = request.headers.get("authorization", "")
         scheme, _, token = auth.partition(" ")
         device = None
         if scheme.lower() == "bearer":
-            device = await run_in_threadpool(device_for, settings, token.strip())
+            # A device token is one person's: the push goes into that person's data only.
+            for st in request.app.state.people:
+                device = await run_in_threadpool(device_for, st.settings, token.strip())
+                if device is not None:
+                    break
+        settings, store = st.settings, st.store
         client = client_address(request, cfg.trust_forwarded)
         if device is None:
             log.warning("push from %s refused: unknown or missing device token", client)

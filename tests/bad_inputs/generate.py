@@ -589,6 +589,132 @@ HOSTILE: list[Case] = [
 ]
 CASES += HOSTILE
 
+# Fitbit Takeout, WHOOP's export and the readings CSV (issue 38).
+FITBIT = "Takeout/Fitbit/Global Export Data/"
+RHR_GOOD = b'{"dateTime": "11/01/26 00:00:00", "value": {"date": "11/01/26", "value": 55.2}}'
+WHOOP_CYCLES = (
+    "Cycle start time,Cycle end time,Cycle timezone,Recovery score %,"
+    "Resting heart rate (bpm),Heart rate variability (ms),Average HR (bpm),"
+    "Sleep onset,Wake onset\n"
+    "2026-11-01 23:00:00,2026-11-02 23:00:00,UTC+01:00,60,52,45,64,"
+    "2026-11-01 23:00:00,2026-11-02 07:00:00\n"
+)
+READINGS_HEAD = "start,end,metric,value,unit,source\n"
+READINGS_OK = "2026-11-02T07:00:00+01:00,,hrv_rmssd,44,ms,Oura\n"
+CASES += [
+    Case("fitbit", "empty.zip", "error", _bytes(b""), "not a zip file"),
+    Case(
+        "fitbit",
+        "no-known-files.zip",
+        "error",
+        _zip({"Takeout/Fitbit/readme.txt": b"hi"}),
+        "is this a Fitbit export",
+    ),
+    Case(
+        "fitbit",
+        "truncated-json.zip",
+        "error",
+        _zip({FITBIT + "sleep-2026-11-01.json": b'[{"logId": 1, "dateOfSleep"'}),
+        "is not valid JSON",
+    ),
+    Case(
+        "fitbit",
+        "zip-slip.zip",
+        "error",
+        _zip({"../../sleep-2026-11-01.json": b"[]"}),
+        "unsafe member name",
+    ),
+    Case(
+        "fitbit",
+        "bad-and-implausible-days.zip",
+        "skip",
+        _zip(
+            {
+                FITBIT + "resting_heart_rate-2026-01-01.json": b"["
+                + RHR_GOOD
+                + b', {"dateTime": "11/02/26 00:00:00", "value": {"value": 900}}'
+                + b', {"dateTime": "never", "value": {"value": 50}}]'
+            }
+        ),
+    ),
+    Case("whoop-export", "empty.zip", "error", _bytes(b""), "not a zip file"),
+    Case(
+        "whoop-export",
+        "no-known-files.zip",
+        "error",
+        _zip({"my_whoop_data/readme.txt": b"hi"}),
+        "Export my data",
+    ),
+    Case(
+        "whoop-export",
+        "missing-column.zip",
+        "error",
+        _zip({"sleeps.csv": b"Sleep start,Sleep end\n1,2\n"}),
+        "no 'sleep onset' column",
+    ),
+    Case(
+        "whoop-export",
+        "bad-zone-row.zip",
+        "skip",
+        _zip(
+            {
+                "physiological_cycles.csv": (
+                    WHOOP_CYCLES + "2026-11-02 23:00:00,,Mars+1,,,,,,\n"
+                ).encode()
+            }
+        ),
+    ),
+    Case(
+        "whoop-export",
+        "journal-stays-out.zip",
+        "accept",
+        _zip(
+            {
+                "physiological_cycles.csv": WHOOP_CYCLES.encode(),
+                "journal_entries.csv": b"Cycle start time,Cycle end time,Cycle timezone,"
+                b"Question text,Answered yes,Notes\n2026-11-01 23:00:00,,UTC+01:00,"
+                b"PRIVATE question,true,PRIVATE note\n",
+            }
+        ),
+        never_stored="PRIVATE",
+    ),
+    Case("readings", "empty.csv", "error", _text(""), "the first line names the columns"),
+    Case(
+        "readings",
+        "html.csv",
+        "error",
+        _text("<!DOCTYPE html><html><body>Sign in</body></html>\n"),
+        "no 'start' column",
+    ),
+    Case(
+        "readings",
+        "latin-1.csv",
+        "error",
+        _text(READINGS_HEAD + "2026-11-02,,steps,1,,Bräu\n", "latin-1"),
+        "not UTF-8",
+    ),
+    Case(
+        "readings",
+        "bad-rows.csv",
+        "skip",
+        _text(
+            READINGS_HEAD
+            + READINGS_OK
+            + "2026-11-02T07:00:00+01:00,,hrv_rmssd,-5,ms,Oura\n"
+            + "2026-11-02T07:00:00+01:00,,weight,80,kg,Scale\n"
+            + "yesterday,,steps,10,,Phone\n"
+            + "2026-11-02T07:00:00+01:00,,steps,1e400,,Phone\n"
+        ),
+    ),
+    Case(
+        "readings",
+        "control-characters.csv",
+        "accept",
+        _text(READINGS_HEAD + READINGS_OK.replace("Oura", "Oura\x1b[2J")),
+        never_stored="\x1b",
+    ),
+]
+
 
 def write_corpus(out: Path) -> list[tuple[Case, Path]]:
     out.mkdir(parents=True, exist_ok=True)

@@ -114,7 +114,7 @@ def test_import_errors(cli, cfg, tmp_path):
     bogus.write_text("nope")
     result = invoke(cli, "--config", cfg, "import", "apple-health", bogus)
     assert result.exit_code == 2 and "not a zip file" in result.output
-    assert "unknown import kind" in invoke(cli, "--config", cfg, "import", "fitbit", bogus).output
+    assert "unknown import kind" in invoke(cli, "--config", cfg, "import", "polar", bogus).output
 
 
 def test_sync_runs_enabled_sources_and_reports_failures(cli, tmp_path):

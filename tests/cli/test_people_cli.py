@@ -73,7 +73,7 @@ def test_removing_a_person_asks_and_takes_their_rows_secrets_and_snapshot(
     me_token = ok(cfg, "--person", "me", "web-token").strip()
     assert ana_token != me_token  # every person has their own keyring entries
     ok(cfg, "--person", "ana", "run", "--once")  # a cycle writes the person's snapshot
-    snapshot = tmp_path / "data" / "latest.ana.json"
+    snapshot = tmp_path / "data" / "people" / "ana" / "latest.json"
     assert snapshot.exists()
 
     declined = invoke(cfg, "person", "remove", "ana", answer="n\n")
@@ -84,7 +84,7 @@ def test_removing_a_person_asks_and_takes_their_rows_secrets_and_snapshot(
     assert result.exit_code == 0, result.output
     assert "1 secrets" in result.output
     assert json.loads(ok(cfg, "person", "list", "--json")) == ["me"]
-    assert not snapshot.exists()
+    assert not snapshot.exists() and not snapshot.parent.exists()
     # me keeps their token and their calendar; ana's name is refused from now on.
     assert ok(cfg, "web-token").strip() == me_token
     assert json.loads(ok(cfg, "status", "--json")) != {}
@@ -102,13 +102,43 @@ def test_a_person_has_their_own_sources(tmp_path: Path, database_url: str) -> No
         tmp_path / "data",
         db=f'[database]\nurl = "{database_url}"',
         ana='[people.ana]\ntimezone = "America/New_York"\n'
-        '[people.ana.sources.ics]\nenabled = true\npaths = ["/ana.ics"]',
+        '[people.ana.sources.ics]\nenabled = true\npaths = ["/ana.ics"]\n'
+        '[people.ana.notify]\nntfy_topic = "ana-rhythm"',
     )
     settings = load_settings(cfg)
     ana, me = settings.for_person("ana"), settings.for_person("me")
     assert ana.sources.ics.paths == ["/ana.ics"] and me.sources.ics.paths != ["/ana.ics"]
     assert str(ana.tz) == "America/New_York" and str(me.tz) == "Europe/Berlin"
-    assert ana.export_path.name == "latest.ana.json" and me.export_path.name == "latest.json"
+    assert ana.notify.ntfy_topic == "ana-rhythm" and me.notify.ntfy_topic == ""
+    assert ana.export_path == tmp_path / "data" / "people" / "ana" / "latest.json"
+    assert me.export_path == tmp_path / "data" / "latest.json"
+    assert ana.mqtt.base_topic == "rhythm-bridge/ana" and me.mqtt.base_topic == "rhythm-bridge"
     bad = write_config(tmp_path / "bad.toml", tmp_path / "data", x='[people."Ana B"]')
     result = CliRunner().invoke(app, ["--config", str(bad), "status"])
     assert result.exit_code == 2 and "people" in result.output
+
+
+def test_a_cycle_serves_everyone_each_with_their_own_snapshot(cfg: Path, tmp_path: Path) -> None:
+    ok(cfg, "person", "add", "ana")
+    ok(cfg, "--person", "ana", "import", "ics", CALENDAR)
+    out = ok(cfg, "run", "--once")
+    assert "me: cycle done" in out and "ana: cycle done" in out
+    me_doc = json.loads((tmp_path / "data" / "latest.json").read_text())
+    ana_doc = json.loads((tmp_path / "data" / "people" / "ana" / "latest.json").read_text())
+    assert me_doc != ana_doc
+    # --person narrows it to one person.
+    out = ok(cfg, "--person", "ana", "run", "--once")
+    assert "cycle done" in out and "me:" not in out
+
+
+def test_home_assistant_gets_one_device_per_person(tmp_path: Path) -> None:
+    from bridge.config import Settings
+    from bridge.out.mqtt.entities import device
+    from bridge.out.mqtt.link import topics_of
+
+    settings = Settings()
+    me, ana = topics_of(settings), topics_of(settings.for_person("ana"))
+    assert me.base == "rhythm-bridge" and ana.base == "rhythm-bridge/ana"
+    assert device(me)["identifiers"] != device(ana)["identifiers"]
+    assert (device(me)["name"], device(ana)["name"]) == ("rhythm-bridge", "rhythm-bridge ana")
+    assert ana.config("sensor", "vitality") != me.config("sensor", "vitality")

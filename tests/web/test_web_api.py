@@ -447,7 +447,7 @@ def test_every_api_route_is_documented_in_the_http_api_reference(demo, memory_ke
     page = (Path(__file__).parents[2] / "docs" / "reference" / "http-api.md").read_text()
     app = create_app(settings, store, host="127.0.0.1")
     api = [r for r in app.routes if getattr(r, "path", "").startswith("/api/")]
-    assert len(api) == 7
+    assert len(api) == 8
     for route in api:
         for method in sorted(route.methods - {"HEAD"}):
             assert f"`{method} {route.path}" in page, (

@@ -40,6 +40,7 @@ class Topics:
 
     discovery_prefix: str
     base: str
+    person: str = ""  # in a household, whose device this is (named so in Home Assistant)
 
     @property
     def node(self) -> str:
@@ -96,7 +97,7 @@ def _version() -> str:
 def device(topics: Topics) -> dict[str, Any]:
     return {
         "identifiers": [f"rhythm_bridge_{topics.node}"],
-        "name": "rhythm-bridge",
+        "name": f"rhythm-bridge {topics.person}" if topics.person else "rhythm-bridge",
         "manufacturer": "rhythm-bridge",
         "model": "Personal rhythm daemon",
         "sw_version": _version(),

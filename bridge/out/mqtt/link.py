@@ -66,6 +66,14 @@ class Broker:
         return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
 
 
+def topics_of(settings: Settings) -> Topics:
+    """The topics of the person `settings` serve (in a household, their own device)."""
+    from bridge.config import DEFAULT_PERSON
+
+    person = "" if settings.person == DEFAULT_PERSON else settings.person
+    return Topics(settings.mqtt.discovery_prefix, settings.mqtt.base_topic, person)
+
+
 def set_password(settings: Settings, password: str | None) -> None:
     """Keep (or with None, forget) the broker password in the keyring."""
     from bridge.auth.secrets import Secrets
@@ -131,7 +139,7 @@ class MqttLink:
         # window, as on the page); without it the answer alone is recorded.
         self._answer = answer
         self.broker = broker or Broker.from_settings(settings.mqtt)
-        self.topics = topics or Topics(settings.mqtt.discovery_prefix, settings.mqtt.base_topic)
+        self.topics = topics or topics_of(settings)
         self.clock = clock or (lambda: datetime.now(UTC))
         self.connected = threading.Event()
         self._answered = threading.Event()  # the broker's CONNACK, good or bad
