@@ -141,6 +141,9 @@ def meter_cards(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 "confidence": cur["confidence"][m] if cur else None,
                 "reason": reason or (None if cur else "no meters for this slot yet"),
                 "series": [h[m] for h in doc["history"]],
+                # Which weights made it: the person's fitted ones or the bundled ones.
+                "fitted": cur is not None
+                and (cur["provenance"][m] or {}).get("weights") == "fitted to you",
             }
         )
     return cards

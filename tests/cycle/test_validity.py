@@ -117,6 +117,12 @@ def test_weights_fitted_to_a_person_are_used_only_while_they_track_better(
         snap = s.exec(select(MeterSnapshot).where(MeterSnapshot.vitality != None)).first()  # noqa: E711
     assert json.loads(snap.provenance)["vitality"]["weights"] == "fitted to you"
     assert snap.mapping_version == weights.version
+    # The snapshot carries it, and its schema knows the field.
+    from bridge.out.snapshot import build_snapshot
+    from tests.helpers import validate_snapshot
+
+    doc = build_snapshot(store, settings, START + timedelta(days=61))
+    validate_snapshot(doc)
 
     # Later the forward check favours the bundled weights: the fit is dropped.
     worse = FitResult(np.array([0.1] * 8), 0.1, 0.3, 40)

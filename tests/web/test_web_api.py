@@ -516,3 +516,20 @@ def test_the_checkin_form_stores_answers_and_the_validity_page_reports_on_them(
     assert rows == {"energy": (5.0, "web"), "mood": (2.0, "web")}  # the second replaced
     assert report.status_code == 200
     assert "paired days so far; a number needs 14" in unescape(report.text)
+
+
+def test_a_meter_made_with_fitted_weights_says_so_on_the_page(demo, memory_keyring):
+    from bridge.store.models import MeterSnapshot
+
+    settings, store = demo
+    with store.transaction() as s:
+        rows = list(s.execute(select(MeterSnapshot)).scalars())
+        for row in rows:
+            prov = json.loads(row.provenance)
+            if "inputs" in prov["vitality"]:
+                prov["vitality"]["weights"] = "fitted to you"
+            row.provenance = json.dumps(prov)
+    with client(settings, store) as c:
+        html = c.get("/").text
+    assert 'data-testid="fitted-vitality"' in html
+    assert 'data-testid="fitted-cognition"' not in html
