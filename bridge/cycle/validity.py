@@ -21,6 +21,7 @@ from sqlmodel import col
 from bridge.config import Settings
 from bridge.cycle.meters import (
     BASELINE_LOOKBACK_DAYS,
+    CHUNK_DAYS,
     _task_frame,
     freshness_rules,
     load_frames,
@@ -137,18 +138,32 @@ def paired_history(store: Store, settings: Settings, weights: Weights | None = N
     ]
     at = {k: t.to_pydatetime() for k, t in zip(keys, cutoffs, strict=True)}
     tz, bounds = settings.tz, settings.boundaries
+    rules = MeterRules(bounds, weights, freshness_rules(settings))
+    results = []
+    # In chunks of a year, as the recompute reads them: memory stays bounded however long
+    # the history of check-ins is.
+    step = timedelta(days=CHUNK_DAYS)
+    start = 0
+    while start < len(keys):
+        end = start
+        while end < len(keys) and keys[end].local_date - keys[start].local_date < step:
+            end += 1
+        chunk = keys[start:end]
+        lo = slot_bounds(chunk[0], tz, bounds)[0] - timedelta(days=BASELINE_LOOKBACK_DAYS)
+        hi = slot_bounds(chunk[-1], tz, bounds)[1] + timedelta(days=1)
+        readings, events = load_frames(store, lo, hi)
+        results += compute_slots(
+            readings,
+            events,
+            chunk,
+            tz=tz,
+            now={k: at[k] for k in chunk},
+            rules=rules,
+            tasks=_task_frame(store, lo, hi),
+        )
+        del readings, events
+        start = end
     lo = slot_bounds(keys[0], tz, bounds)[0] - timedelta(days=BASELINE_LOOKBACK_DAYS)
-    hi = slot_bounds(keys[-1], tz, bounds)[1] + timedelta(days=1)
-    readings, events = load_frames(store, lo, hi)
-    results = compute_slots(
-        readings,
-        events,
-        keys,
-        tz=tz,
-        now=at,
-        rules=MeterRules(bounds, weights, freshness_rules(settings)),
-        tasks=_task_frame(store, lo, hi),
-    )
     n = len(keys)
     meters = {m: np.full(n, np.nan) for m in METERS}
     inputs: dict[str, np.ndarray] = {}

@@ -80,9 +80,15 @@ def test_fewer_than_14_paired_days_say_so_without_a_number(store, settings):
     assert "13 paired days so far; a number needs 14" in energy["sentence"]
 
 
-def test_a_meter_that_follows_the_checkins_shows_it(store, settings):
+def test_a_meter_that_follows_the_checkins_shows_it(store, settings, monkeypatch):
+    from bridge.cycle import validity
+
     _history(store, settings, 40, follows=True)
     paired = paired_history(store, settings)
+    # Read in chunks (bounded memory), the pairing is the same.
+    monkeypatch.setattr(validity, "CHUNK_DAYS", 9)
+    chunked = paired_history(store, settings)
+    assert np.array_equal(chunked.meters["vitality"], paired.meters["vitality"], equal_nan=True)
     # The meters were computed as of each check-in: the night before it, never a later one.
     assert len(paired.keys) == 40 and not np.isnan(paired.meters["vitality"]).any()
     doc = report(paired)
