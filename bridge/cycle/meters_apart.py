@@ -168,9 +168,9 @@ def main() -> None:
     os.dup2(2, 1)
     # Imported before the job comes, while the parent still syncs: everything the step
     # imports, its lazy imports too.
-    for module in ("bridge.cycle.meter_changes", "mappings.meters", "mappings.tasks"):
+    for module in ("bridge.cycle.meter_changes", "bridge.cycle.validity", "mappings.tasks"):
         importlib.import_module(module)
-    from bridge.cycle.meters import recompute_meters
+    from bridge.cycle.validity import recompute_with_refit
     from bridge.logs import setup_logging
 
     try:
@@ -182,7 +182,7 @@ def main() -> None:
         # The parent opened (and migrated) the store; the child only reads and writes it.
         store = Store(job["url"], create=False)
         try:
-            slots = recompute_meters(store, job["settings"], job["now"])
+            slots = recompute_with_refit(store, job["settings"], job["now"])
         finally:
             store.dispose()
     except BridgeError as err:

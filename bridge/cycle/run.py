@@ -159,9 +159,9 @@ def run_cycle(
 
             report.slots = recompute_apart(store, settings, now, stop=stop, child=child)
         else:
-            from bridge.cycle.meters import recompute_meters
+            from bridge.cycle.validity import recompute_with_refit
 
-            report.slots = recompute_meters(store, settings, now, progress=progress)
+            report.slots = recompute_with_refit(store, settings, now, progress=progress)
         boundary()
         rec = recommend(store, settings, now)
         if isinstance(rec, NoWindow):

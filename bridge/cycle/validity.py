@@ -294,3 +294,39 @@ def fit_person(store: Store, settings: Settings, today: date) -> dict[str, Any]:
         doc = {"fitted_on": today.isoformat(), "meters": kept, "evaluation": verdicts}
         store.set_meta(session, FITTED_KEY, json.dumps(doc) if kept else "")
     return verdicts
+
+
+REFIT_DAYS = 7
+CHECKED_KEY = "fitted_weights_checked"
+
+
+def recompute_with_refit(store: Store, settings: Settings, now: datetime, **kw: Any) -> int:
+    """The cycle's meter step: the weekly weights check (`refit_if_due`), then
+    `recompute_meters`, so the history is recomputed with the weights just decided."""
+    from bridge.cycle.meters import recompute_meters
+
+    refit_if_due(store, settings, now.astimezone(settings.tz).date())
+    return recompute_meters(store, settings, now, **kw)
+
+
+def refit_if_due(store: Store, settings: Settings, today: date) -> dict[str, Any] | None:
+    """Fit (or drop) the person's weights once a week, so fitted weights are used only
+    while the forward check on the newest history still favours them. Nothing (one count)
+    until the person has FIT_MIN_DAYS check-in slots. Returns the verdicts when it ran."""
+    from sqlalchemy import func
+
+    checked = store.get_meta(CHECKED_KEY)
+    if checked and (today - date.fromisoformat(checked)).days < REFIT_DAYS:
+        return None
+    with store.session() as session:
+        slots = session.execute(
+            select(func.count()).select_from(
+                select(col(CheckIn.local_date), col(CheckIn.slot)).distinct().subquery()
+            )
+        ).scalar_one()
+    if slots < FIT_MIN_DAYS:
+        return None
+    verdicts = fit_person(store, settings, today)
+    with store.transaction() as session:
+        store.set_meta(session, CHECKED_KEY, today.isoformat())
+    return verdicts

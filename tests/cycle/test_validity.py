@@ -136,3 +136,17 @@ def test_weights_fitted_to_a_person_are_used_only_while_they_track_better(
     verdicts = validity.fit_person(store, settings, date(2026, 12, 1))
     assert verdicts["vitality"]["used"] is False
     assert person_weights(store, settings).fitted == frozenset()
+
+
+def test_the_cycle_checks_the_fitted_weights_once_a_week(store, settings):
+    from bridge.cycle.meters import person_weights
+    from bridge.cycle.validity import recompute_with_refit, refit_if_due
+
+    _history(store, settings, 20, follows=False, by_heart=True)
+    assert refit_if_due(store, settings, date(2026, 11, 1)) is None  # 20 < 28 slots
+    _history(store, settings, 60, follows=False, by_heart=True)
+    assert recompute_with_refit(store, settings, START + timedelta(days=61)) > 0
+    assert "vitality" in person_weights(store, settings).fitted
+    today = (START + timedelta(days=61)).date()
+    assert refit_if_due(store, settings, today + timedelta(days=6)) is None  # checked already
+    assert refit_if_due(store, settings, today + timedelta(days=7)) is not None
