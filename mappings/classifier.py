@@ -57,15 +57,33 @@ class Rule:
     priority: int
     keywords: tuple[str, ...]
     regex: re.Pattern[str] | None  # the rule's `patterns`, if any
+    # Keyword words that end in "*" in the file: stems that also match the inflected or
+    # compounded word ("trening*" finds "treningi", "lekarz*" finds "lekarza").
+    stems: frozenset[str] = frozenset()
+
+
+# Letters that Unicode does not decompose into a base letter and an accent: folded by hand
+# so that "Łyżwy" matches "lyzwy", "Møde" "mode" and Turkish dotless "ı" the plain "i".
+_FOLD = str.maketrans({"ł": "l", "ø": "o", "æ": "ae", "œ": "oe", "ı": "i", "đ": "d", "ð": "d"})
 
 
 def normalize(title: str) -> str:
     """Lower case, accents removed, whitespace folded: the form rules match against."""
     text = title.casefold()
     if not text.isascii():  # the common ASCII title has no accents to strip
-        text = unicodedata.normalize("NFKD", text)
+        text = unicodedata.normalize("NFKD", text.translate(_FOLD))
         text = "".join(ch for ch in text if not unicodedata.combining(ch))
     return " ".join(text.split())
+
+
+# Scripts written without spaces between words (Japanese, Chinese): a keyword in them is
+# looked for anywhere in the title, not word by word.
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+
+
+def unspaced(text: str) -> bool:
+    """True when the text holds a character of a script written without word spaces."""
+    return not text.isascii() and _UNSPACED.search(text) is not None
 
 
 # Google's public holiday and sports calendars ("en.german#holiday@group.v.calendar.google.com")
@@ -110,6 +128,7 @@ class RulesError(ValueError):
 
 _TOKENS = re.compile(r"\w+|[^\w\s]")
 MAX_KEYWORD_TOKENS = 6
+MIN_STEM = 3  # a shorter stem would find too many unrelated words
 
 
 def tokens(text: str) -> tuple[str, ...]:
@@ -135,10 +154,26 @@ def load_rules(path: Path | None = None) -> tuple[str, tuple[Rule, ...]]:
             regex = re.compile("|".join(patterns)) if patterns else None
         except re.error as err:
             raise RulesError(f"{name}: rule {i + 1} ({action}): bad pattern: {err}") from None
-        keywords = tuple(" ".join(tokens(normalize(k))) for k in raw.get("keywords", []))
+        stems: set[str] = set()
+        keywords = []
+        for k in raw.get("keywords", []):
+            words: list[str] = []
+            for word in normalize(k).split():
+                if word.endswith("*") and len(word) > 1:
+                    word = word[:-1]
+                    if len(tokens(word)) != 1 or len(word) < MIN_STEM:
+                        raise RulesError(
+                            f"{name}: rule {i + 1} ({action}): stem {word!r}* must be one "
+                            f"word of at least {MIN_STEM} letters"
+                        )
+                    stems.add(word)
+                words.extend(tokens(word))
+            keywords.append(" ".join(words))
         if any(len(k.split()) > MAX_KEYWORD_TOKENS for k in keywords):
             raise RulesError(f"{name}: rule {i + 1} ({action}): keyword longer than 6 words")
-        rules.append(Rule(action, int(raw.get("priority", 0)), keywords, regex))
+        rules.append(
+            Rule(action, int(raw.get("priority", 0)), tuple(keywords), regex, frozenset(stems))
+        )
     rules.sort(key=lambda r: -r.priority)
     return str(data.get("version", "")), tuple(rules)
 
@@ -155,16 +190,48 @@ class KeywordClassifier:
 
     def __init__(self, rules_file: str | Path | None = None) -> None:
         self.version, self.rules = _cached_rules(str(rules_file or ""))
-        # keyword (tokens joined by spaces) -> index of the first rule that has it
+        self._stems = frozenset(s for r in self.rules for s in r.stems)
+        self._longest_stem = max(map(len, self._stems), default=0)
+        # One-word keywords are matched as written: "ready" stays "ready" even if "read*"
+        # were a stem.
+        self._single = frozenset(k for r in self.rules for k in r.keywords if " " not in k)
+        self._folded: dict[str, str] = {}
+        # keyword (folded tokens joined by spaces) -> index of the first rule that has it
         self._index: dict[str, int] = {}
         # first token of a keyword -> most tokens a keyword starting with it has
         self._starts: dict[str, int] = {}
         for i, rule in enumerate(self.rules):
             for k in rule.keywords:
-                self._index.setdefault(k, i)
-                first, *rest = k.split(" ")
+                first, *rest = words = [self._fold(w) for w in k.split(" ")]
+                self._index.setdefault(" ".join(words), i)
                 self._starts[first] = max(self._starts.get(first, 0), 1 + len(rest))
         self._patterns = [(i, r.regex) for i, r in enumerate(self.rules) if r.regex is not None]
+        # Keywords in unspaced scripts, found as substrings: (keyword, rule index), best first.
+        self._unspaced = sorted(
+            (
+                (k.replace(" ", ""), i)
+                for i, r in enumerate(self.rules)
+                for k in r.keywords
+                if unspaced(k)
+            ),
+            key=lambda ki: ki[1],
+        )
+
+    def _fold(self, tok: str) -> str:
+        """The stem a title word is an inflected form of, or the word itself."""
+        if len(tok) <= MIN_STEM or tok in self._single or not self._stems:
+            return tok
+        found = self._folded.get(tok)
+        if found is None:
+            found = tok
+            # The longest stem wins: "hiihtoloma" is "hiihtolom*", not "hiihto*".
+            for n in range(min(len(tok), self._longest_stem), MIN_STEM - 1, -1):
+                if tok[:n] in self._stems:
+                    found = tok[:n]
+                    break
+            if len(self._folded) < 100_000:  # bounded: titles are few, words fewer
+                self._folded[tok] = found
+        return found
 
     def match(self, event: EventInfo) -> Classification | None:
         """The event-type or rules answer, or None when neither knows."""
@@ -199,6 +266,16 @@ class KeywordClassifier:
             return None
         best, hit = len(self.rules), ""
         toks = tokens(text)
+        if self._stems:
+            toks = tuple(self._fold(t) for t in toks)
+        if self._unspaced and unspaced(text):
+            squeezed = text.replace(" ", "")
+            for k, rule_no in self._unspaced:
+                if rule_no >= best:
+                    break
+                if k in squeezed:
+                    best, hit = rule_no, k
+                    break
         index, starts = self._index, self._starts
         for start, tok in enumerate(toks):
             longest = starts.get(tok)
