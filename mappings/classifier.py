@@ -122,6 +122,49 @@ def calendar_kind(calendar_id: str) -> str:
     return ""
 
 
+# What a timetable line carries besides its subject: times and time ranges ("9h-12h30",
+# "08:15–09:45", "8h45"), short codes of groups, rooms and buildings ("C1", "B5", "A204"),
+# rooms and lecturers named with their marker ("Salle 12", "Raum E07", "M. Dupont").
+_TIME = r"\d{1,2}(?:[:.h]\d{2}(?:\s?[ap]\.?m\.?)?|h|\s?[ap]\.?m\.?)"
+_TIME_RANGE = re.compile(rf"(?<!\w){_TIME}\s*(?:-|–|—|/|à|a|to|bis)\s*{_TIME}(?!\w)")
+_TIME_ALONE = re.compile(rf"(?<!\w){_TIME}(?!\w)")
+_CODE = re.compile(r"(?<!\w)[a-z]{1,3}\d{1,4}[a-z]?(?:[.-]\d{1,3})?(?!\w)")
+_MARKED = re.compile(
+    r"(?<!\w)(?:salle|sala|aula|room|rm|raum|hs|amphi|bat|batiment|bldg|gebaude|lokaal|"
+    r"m|mme|mr|mrs|ms|prof|herr|frau|sig|sr|sra)\.?\s+[\w.-]+"
+)
+_LEFTOVER = re.compile(r"[\s\-–—/|,;:()\[\]]+")
+
+
+def strip_codes(text: str) -> str:
+    """A normalized title without its times, codes, rooms and named lecturers: the words a
+    timetable line's subject is in ("c1 9h-12h30 algebre salle 12 m. dupont" -> "algebre")."""
+    if not any(ch.isdigit() for ch in text) and "." not in text:
+        return text
+    text = _TIME_RANGE.sub(" ", text)
+    text = _TIME_ALONE.sub(" ", text)
+    text = _MARKED.sub(" ", text)
+    text = _CODE.sub(" ", text)
+    return " ".join(_LEFTOVER.sub(" ", text).split())
+
+
+def model_text(title: str) -> str:
+    """What the learned model reads: a title with a time range loses its times, codes and
+    rooms (the model learnt words, and a timetable line's words are its subject); any other
+    title is read as written, as the model was trained."""
+    text = normalize(title)
+    if _TIME_RANGE.search(text) is None:
+        return title
+    return strip_codes(text) or title
+
+
+def timetable_line(title: str) -> bool:
+    """A time range and a short code in one title: a line of a school or university
+    timetable ("C1 9h-12h30 …", "B5 8h45-11h45 …"), which the rubric reads as a class."""
+    text = normalize(title)
+    return _TIME_RANGE.search(text) is not None and _CODE.search(text) is not None
+
+
 class RulesError(ValueError):
     """The rules file is unusable; the message names the file and the rule."""
 
@@ -252,6 +295,8 @@ class KeywordClassifier:
             # (its all-day ones are birthdays and season markers).
             return Classification("BINGE_WATCH", 0.8, "event_type", "calendar=sports")
         found = self.match_title(event.title)
+        if found is None and timetable_line(event.title):
+            return Classification("LEARN", 0.6, "rules", "timetable line")
         if found is None and billed_act(event.title):
             return Classification("SOCIALIZE", 0.6, "rules", "billed act")
         if found is None and event.event_type == "fromGmail":

@@ -11,7 +11,12 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from mappings.actions import NOT_AN_ACTION, UNCLASSIFIED
-from mappings.classifier import Classification, EventInfo, KeywordClassifier
+from mappings.classifier import (
+    Classification,
+    EventInfo,
+    KeywordClassifier,
+    model_text,
+)
 from mappings.classifier_model import LearnedModel
 from mappings.classifier_overrides import Overrides
 
@@ -96,7 +101,10 @@ class LayeredClassifier:
         todo = [i for i, r in enumerate(out) if r is None]
         if self.model is not None and todo:
             for i, (label, p) in zip(
-                todo, self.model.predict([infos[i].title for i in todo]), strict=True
+                # The model reads the words of a title, not its times, codes and rooms.
+                todo,
+                self.model.predict([model_text(infos[i].title) for i in todo]),
+                strict=True,
             ):
                 floor = self.model_min_confidence
                 if infos[i].all_day:

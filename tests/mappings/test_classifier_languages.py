@@ -125,3 +125,34 @@ def test_a_stem_is_one_word_of_a_few_letters(tmp_path):
     _, rules = load_rules(good)
     assert rules[0].stems == frozenset({"plywa"})
     assert KeywordClassifier(good).classify("Pływanie").action == "EXERCISE"
+
+
+# Timetable lines that are mostly codes, times, rooms and names (issue 42, item 2).
+@pytest.mark.parametrize(
+    ("title", "subject"),
+    [
+        ("C1 9h-12h30 Algèbre linéaire Salle 12 M. Dupont", "algebre lineaire"),
+        ("B5 8h45-11h45 Projet tutoré", "projet tutore"),
+        ("08:15–09:45 Statistik Raum E07", "statistik"),
+        ("9am-10am standup", "standup"),
+    ],
+)
+def test_codes_times_and_rooms_are_stripped(title, subject):
+    from mappings.classifier import strip_codes
+
+    assert strip_codes(normalize(title)) == subject
+
+
+def test_a_timetable_line_is_a_class_unless_its_words_say_otherwise(clf):
+    assert clf.classify("C1 9h-12h30 Zzyx Qwv").action == "LEARN"
+    assert clf.classify("B5 8h45-11h45 Réunion pédagogique").action == "ADMIN_WORK"
+    # A time alone is not a timetable: the title keeps its own reading.
+    assert clf.classify("Gym 7:30").action == "EXERCISE"
+    assert clf.classify("Zzyx 9:00-10:00").action == "UNCLASSIFIED"
+
+
+def test_the_model_reads_a_timetable_line_without_its_codes():
+    from mappings.classifier import model_text
+
+    assert model_text("B5 8h45-11h45 Projet tutoré") == "projet tutore"
+    assert model_text("Magnesium x 2") == "Magnesium x 2"  # no time range: as written
