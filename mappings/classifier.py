@@ -37,6 +37,9 @@ class EventInfo:
     # The person's answer to an invitation (Google's responseStatus: accepted, tentative,
     # declined, needsAction); "" for their own events and sources that do not say.
     self_response: str = ""
+    # The name of the calendar the event comes from, when it has one a person chose
+    # ("Kurse.ics", a "Training" calendar); "" for opaque ids.
+    calendar_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +166,16 @@ def timetable_line(title: str) -> bool:
     timetable ("C1 9h-12h30 …", "B5 8h45-11h45 …"), which the rubric reads as a class."""
     text = normalize(title)
     return _TIME_RANGE.search(text) is not None and _CODE.search(text) is not None
+
+
+def calendar_name(calendar_id: str) -> str:
+    """The name a person gave a calendar, from its id: the file name of an .ics path
+    ("/cal/Kurse.ics" -> "Kurse"); "" for an e-mail-like or opaque id (Google's)."""
+    name = calendar_id.replace("\\", "/").rsplit("/", 1)[-1]
+    name = re.sub(r"\.(?:ics|ical|ifb|vcs)$", "", name, flags=re.IGNORECASE)
+    if "@" in name or not re.search(r"[^\W\d_]{3}", name):
+        return ""
+    return re.sub(r"[_\-.]+", " ", name).strip()
 
 
 class RulesError(ValueError):

@@ -36,7 +36,9 @@ class LLMLayer(Protocol):
     def ask(self, event: EventInfo) -> Classification | None: ...
 
 
-def context_guess(event: EventInfo) -> Classification | None:
+def context_guess(
+    event: EventInfo, rules: KeywordClassifier | None = None
+) -> Classification | None:
     """What the event's shape says when its title says nothing we know."""
     if event.all_day:
         # An all-day entry nobody recognises is a marker, not a chosen activity.
@@ -44,6 +46,14 @@ def context_guess(event: EventInfo) -> Classification | None:
     if event.transparency == "transparent" and event.attendee_count <= 1:
         # Shown as free and nobody else invited: a reminder or marker, not a block of time.
         return Classification(NOT_AN_ACTION, 0.55, "context", "shows as free")
+    if rules is not None and event.calendar_name:
+        # A calendar the person named for what it holds ("Kurse", "Training", "Arbeit"):
+        # what its name says is what its unknown entries are.
+        by_name = rules.match_title(event.calendar_name)
+        if by_name is not None and by_name.action != NOT_AN_ACTION:
+            return Classification(
+                by_name.action, 0.5, "context", f"calendar {event.calendar_name!r}"
+            )
     if event.attendee_count >= 3:
         return Classification("ADMIN_WORK", 0.55, "context", f"{event.attendee_count} attendees")
     if event.attendee_count >= 2 and event.self_response in INVITED:
@@ -124,7 +134,7 @@ class LayeredClassifier:
     def _after_model(self, event: EventInfo) -> Classification:
         found = self.llm.ask(event) if self.llm is not None and event.title.strip() else None
         if found is None and self.use_context:
-            found = context_guess(event)
+            found = context_guess(event, self.rules)
         return found or UNKNOWN
 
 

@@ -214,7 +214,7 @@ def classify_events(store: Store, settings: Settings) -> int:
     """
     from bridge.cycle.classify import build_classifier, retrain_if_corrected, save_llm_state
     from mappings.actions import UNCLASSIFIED
-    from mappings.classifier import EventInfo, calendar_kind
+    from mappings.classifier import EventInfo, calendar_kind, calendar_name
 
     retrain_if_corrected(settings, store)
     classifier = build_classifier(settings, store)
@@ -242,6 +242,7 @@ def classify_events(store: Store, settings: Settings) -> int:
                 recurring=bool(ev.recurrence_id),
                 calendar_kind=calendar_kind(ev.calendar_id),
                 self_response=ev.self_response,
+                calendar_name=calendar_name(ev.calendar_id),
             )
             for ev in rows
         ]
