@@ -139,6 +139,13 @@ _MARKED = re.compile(
 _LEFTOVER = re.compile(r"[\s\-–—/|,;:()\[\]]+")
 
 
+def strip_times(text: str) -> str:
+    """A normalized title without its times and time ranges ("trening 18:00" -> "trening")."""
+    if not any(ch.isdigit() for ch in text):
+        return text
+    return " ".join(_TIME_ALONE.sub(" ", _TIME_RANGE.sub(" ", text)).split())
+
+
 def strip_codes(text: str) -> str:
     """A normalized title without its times, codes, rooms and named lecturers: the words a
     timetable line's subject is in ("c1 9h-12h30 algebre salle 12 m. dupont" -> "algebre")."""

@@ -96,7 +96,9 @@ class LayeredClassifier:
         parts = [
             self.rules.version if self.rules else "-",
             self.model.version if self.model else "-",
-            repr(sorted(self.overrides.exact.items())) + repr([c for _, c in self.overrides.wild]),
+            repr(sorted(self.overrides.exact.items()))
+            + repr(sorted(self.overrides.groups.items()))
+            + repr([c for _, c in self.overrides.wild]),
             "llm" if self.llm else "-",
         ]
         return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]

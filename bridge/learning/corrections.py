@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlmodel import col
 
 from bridge.errors import BridgeError, InputError
@@ -19,7 +19,7 @@ from bridge.store import Store, rows_changed, upsert
 from bridge.store.db import utcnow
 from bridge.store.models import CalendarEvent, ClassifierCorrection
 from mappings.actions import ACTIONS, NOT_AN_ACTION
-from mappings.classifier_overrides import Correction, title_pattern
+from mappings.classifier_overrides import Correction, Overrides, title_pattern
 
 
 def add_correction(
@@ -50,7 +50,29 @@ def add_correction(
             update=("action", "title", "channel"),
             touch=("updated_at",),
         )
-    return Correction(pattern, action)
+    return Correction(pattern, action, title.strip())
+
+
+def relabel_answered(store: Store, fix: Correction) -> int:
+    """Label every stored event the correction answers (its title, the title's group, past
+    and future) at once, as the next cycle would; returns how many rows changed."""
+    over = Overrides([fix])
+    with store.session() as session:
+        rows = session.execute(select(col(CalendarEvent.id), col(CalendarEvent.title))).all()
+    ids = [i for i, title in rows if over.match(title) is not None]
+    if not ids:
+        return 0
+    changed = 0
+    with store.transaction() as session:
+        for start in range(0, len(ids), 500):  # bound the IN list
+            changed += rows_changed(
+                session.execute(
+                    update(CalendarEvent)
+                    .where(col(CalendarEvent.id).in_(ids[start : start + 500]))
+                    .values(action=fix.action, action_confidence=1.0, action_layer="override")
+                )
+            )
+    return changed
 
 
 def remove_correction(store: Store, title: str) -> bool:
