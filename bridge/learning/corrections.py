@@ -53,13 +53,14 @@ def add_correction(
     return Correction(pattern, action, title.strip())
 
 
-def relabel_answered(store: Store, fix: Correction) -> int:
+def relabel_answered(store: Store, fix: Correction, *, but: int | None = None) -> int:
     """Label every stored event the correction answers (its title, the title's group, past
-    and future) at once, as the next cycle would; returns how many rows changed."""
+    and future) at once, as the next cycle would, but the event `but` (labelled by hand
+    itself); returns how many rows changed."""
     over = Overrides([fix])
     with store.session() as session:
         rows = session.execute(select(col(CalendarEvent.id), col(CalendarEvent.title))).all()
-    ids = [i for i, title in rows if over.match(title) is not None]
+    ids = [i for i, title in rows if i != but and over.match(title) is not None]
     if not ids:
         return 0
     changed = 0
@@ -117,7 +118,8 @@ def correct_event_label(store: Store, event_id: int, action: str) -> dict[str, A
         title = ev.title
     # Two short transactions, not one: the correction is the durable part and is
     # idempotent, so a failure between them is mended by the next cycle's relabelling.
-    add_correction(store, title, action, channel="web")
+    fix = add_correction(store, title, action, channel="web")
+    relabel_answered(store, fix, but=event_id)  # the whole group, as the CLI does
     with store.transaction() as session:
         ev = session.get(CalendarEvent, event_id)
         if ev is None:  # deleted by a pull between the two transactions
