@@ -162,6 +162,8 @@ def model_text(title: str) -> str:
     """What the learned model reads: a title with a time range loses its times, codes and
     rooms (the model learnt words, and a timetable line's words are its subject); any other
     title is read as written, as the model was trained."""
+    if not any(ch.isdigit() for ch in title):
+        return title
     text = normalize(title)
     if _TIME_RANGE.search(text) is None:
         return title
