@@ -679,9 +679,11 @@ def test_the_question_select_shows_the_best_title_and_its_choice_answers_the_gro
 
         watcher.press(f"{BASE}/question/set", payload="Exercise")
         watcher.wait_for(
-            lambda latest: json.loads(latest.get(f"{BASE}/question/attributes", "{}")).get("title")
-            not in ("Ploof", None)
-            or not json.loads(latest.get(f"{BASE}/question/attributes", "{}")).get("question")
+            lambda latest: (
+                json.loads(latest.get(f"{BASE}/question/attributes", "{}")).get("title")
+                not in ("Ploof", None)
+                or not json.loads(latest.get(f"{BASE}/question/attributes", "{}")).get("question")
+            )
         )
         with store.session() as session:
             fixes = session.execute(select(ClassifierCorrection)).scalars().all()
