@@ -1,4 +1,4 @@
-"""The layered classifier: corrections, rules, learned model, optional LLM, context.
+"""The layered classifier: corrections, rules, learned model, context, optional LLM.
 
 First confident answer wins; each answer names its layer and carries a confidence. What
 no layer knows is UNCLASSIFIED with confidence 0, never a guess dressed as an answer.
@@ -134,9 +134,11 @@ class LayeredClassifier:
         return found
 
     def _after_model(self, event: EventInfo) -> Classification:
-        found = self.llm.ask(event) if self.llm is not None and event.title.strip() else None
-        if found is None and self.use_context:
-            found = context_guess(event, self.rules)
+        # The LLM is asked only about what the person's answers, the rules, the model and
+        # the event's shape all leave open: the least that leaves the machine.
+        found = context_guess(event, self.rules) if self.use_context else None
+        if found is None and self.llm is not None and event.title.strip():
+            found = self.llm.ask(event)
         return found or UNKNOWN
 
 

@@ -196,8 +196,10 @@ def test_first_confident_layer_wins(bundled):
     assert clf.classify("Team standup").layer == "rules"
     assert clf.classify("Laps at the pool").layer == "model"
     assert llm.asked == []
-    # the LLM answers what the model is unsure about, before the event's shape
-    answer = clf.classify(EventInfo("Zorblax", all_day=True))
+    # the event's shape answers before the LLM, which is asked only what is left
+    assert clf.classify(EventInfo("Zorblax", all_day=True)).layer == "context"
+    assert llm.asked == []
+    answer = clf.classify(EventInfo("Zorblax"))
     assert (answer.action, answer.layer) == ("LEARN", "llm") and llm.asked == ["Zorblax"]
 
 
