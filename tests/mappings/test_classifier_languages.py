@@ -25,6 +25,9 @@ CASES = {
         ("Msza święta", "MEDITATE"),
         ("Łyżwy z Olą", "EXERCISE"),
         ("Spotkanie ze znajomymi", "SOCIALIZE"),
+        ("Sztuczna inteligencja (L)", "LEARN"),
+        ("Analiza matematyczna (W) - dr Nowak, sala 12", "LEARN"),
+        ("Język angielski (Lek)", "LEARN"),
     ],
     "cs": [
         ("Přednáška – statistika", "LEARN"),
@@ -33,6 +36,7 @@ CASES = {
         ("Dovolená", "NOT_AN_ACTION"),
         ("Schůzka týmu", "ADMIN_WORK"),
         ("Oslava u Petra", "SOCIALIZE"),
+        ("Lineární algebra (cv)", "LEARN"),
     ],
     "sv": [
         ("Träning", "EXERCISE"),
