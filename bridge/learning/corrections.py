@@ -19,7 +19,7 @@ from bridge.store import Store, rows_changed, upsert
 from bridge.store.db import utcnow
 from bridge.store.models import CalendarEvent, ClassifierCorrection
 from mappings.actions import ACTIONS, NOT_AN_ACTION
-from mappings.classifier_overrides import Correction, Overrides, title_pattern
+from mappings.classifier_overrides import Correction, Overrides, group_key, title_pattern
 
 
 def add_correction(
@@ -77,11 +77,28 @@ def relabel_answered(store: Store, fix: Correction, *, but: int | None = None) -
 
 
 def remove_correction(store: Store, title: str) -> bool:
-    """Forget the correction stored for titles like this one; False if there was none."""
+    """Forget the correction stored for titles like this one (or for its group: forgetting
+    "Trening 18:00" forgets the answer given for "Trening"); False if there was none."""
     pattern = title_pattern(title)
+    key = group_key(title)
+    with store.session() as session:
+        rows = session.execute(
+            select(
+                col(ClassifierCorrection.id),
+                col(ClassifierCorrection.pattern),
+                col(ClassifierCorrection.title),
+            )
+        ).all()
+    ids = [
+        i
+        for i, stored, corrected in rows
+        if stored == pattern or ("*" not in stored and key and group_key(corrected) == key)
+    ]
+    if not ids:
+        return False
     with store.transaction() as session:
         gone = session.execute(
-            delete(ClassifierCorrection).where(col(ClassifierCorrection.pattern) == pattern)
+            delete(ClassifierCorrection).where(col(ClassifierCorrection.id).in_(ids))
         )
         return bool(rows_changed(gone))
 

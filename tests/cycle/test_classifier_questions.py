@@ -133,3 +133,12 @@ def test_cli_questions_then_an_answer_for_the_whole_group(tmp_path):
     assert (one["action"], one["layer"]) == ("EXERCISE", "override")
     # Answered groups are never asked again.
     assert json.loads(run("classify", "--questions", "--json").output) == []
+
+
+def test_forgetting_a_near_duplicate_forgets_the_groups_answer(tmp_path):
+    _cfg, run = _cli(tmp_path)
+    assert "stored" in run("classify", "--correct", "Ploof", "EXERCISE").output
+    assert json.loads(run("classify", "Ploof 7:30", "--json").output)["layer"] == "override"
+    assert "correction removed" in run("classify", "--forget", "ploof 18:00").output
+    assert json.loads(run("classify", "Ploof 7:30", "--json").output)["layer"] != "override"
+    assert "no correction stored" in run("classify", "--forget", "Ploof").output
