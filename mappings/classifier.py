@@ -32,6 +32,7 @@ class EventInfo:
     duration_min: float | None = None
     transparency: str = "opaque"
     start_hour: int | None = None  # local hour the event starts, 0-23
+    weekday: int | None = None  # local day it starts, 0 = Monday (for the LLM's reading)
     recurring: bool = False  # an instance of a repeating series
     calendar_kind: str = ""  # "holidays" or "sports" for such subscribed calendars, else ""
     # The person's answer to an invitation (Google's responseStatus: accepted, tentative,

@@ -8,6 +8,7 @@ reply is validated here before it is believed.
 
 from __future__ import annotations
 
+import calendar
 import json
 from typing import Any, Literal
 
@@ -132,6 +133,10 @@ def describe(event: EventInfo) -> dict[str, Any]:
         doc["duration_minutes"] = round(event.duration_min)
     if event.start_hour is not None:
         doc["starts_at_hour"] = event.start_hour
+    if event.weekday is not None:
+        doc["weekday"] = calendar.day_name[event.weekday]
+    if event.recurring:
+        doc["repeats"] = True
     if event.transparency == "transparent":
         doc["shows_as"] = "free"
     return doc

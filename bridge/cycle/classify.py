@@ -222,6 +222,7 @@ def event_info(ev: CalendarEvent, settings: Settings) -> EventInfo:
         transparency=ev.transparency,
         duration_min=(ev.end_utc - ev.start_utc).total_seconds() / 60,
         start_hour=ev.start_utc.astimezone(settings.tz).hour,
+        weekday=ev.start_utc.astimezone(settings.tz).weekday(),
         recurring=bool(ev.recurrence_id),
         calendar_kind=calendar_kind(ev.calendar_id),
         self_response=ev.self_response,

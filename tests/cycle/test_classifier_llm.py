@@ -290,3 +290,16 @@ def test_a_dry_run_shows_only_what_rules_context_and_answers_leave(respx_mock):
     sent = json.loads(shown.body["messages"][1]["content"])
     assert sent == {"title": "Xq-77 z Kubą", "language": "Polish"}
     assert "being taught" in shown.body["messages"][0]["content"]  # the rubric's words
+
+
+def test_the_request_carries_the_events_shape_and_day():
+    from mappings.classifier_llm import describe
+
+    doc = describe(EventInfo("Xq-77", duration_min=90, start_hour=18, weekday=1, recurring=True))
+    assert doc == {
+        "title": "Xq-77",
+        "duration_minutes": 90,
+        "starts_at_hour": 18,
+        "weekday": "Tuesday",
+        "repeats": True,
+    }
