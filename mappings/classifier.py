@@ -82,7 +82,8 @@ def normalize(title: str) -> str:
 
 # Scripts written without spaces between words (Japanese, Chinese): a keyword in them is
 # looked for anywhere in the title, not word by word.
-_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+_CJK = "\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff"
+_UNSPACED = re.compile(f"[{_CJK}]")
 
 
 def unspaced(text: str) -> bool:
@@ -192,7 +193,9 @@ class RulesError(ValueError):
     """The rules file is unusable; the message names the file and the rule."""
 
 
-_TOKENS = re.compile(r"\w+|[^\w\s]")
+# A run of an unspaced script is one token apart from Latin letters and digits next to it,
+# so that "週次MTG" holds the word "mtg" and "1on1ミーティング" the word "1on1".
+_TOKENS = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+|[^\w\s]")
 MAX_KEYWORD_TOKENS = 6
 MIN_STEM = 3  # a shorter stem would find too many unrelated words
 

@@ -86,6 +86,8 @@ CASES = {
         ("忘年会", "SOCIALIZE"),
         ("誕生日", "NOT_AN_ACTION"),
         ("会議（中止）", "NOT_AN_ACTION"),
+        ("週次MTG", "ADMIN_WORK"),  # Latin letters inside a Japanese title are a word
+        ("Netflix鑑賞", "BINGE_WATCH"),
     ],
     "pt-BR": [
         ("Academia", "EXERCISE"),
