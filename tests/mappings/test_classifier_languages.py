@@ -90,7 +90,7 @@ CASES = {
         ("Netflix鑑賞", "BINGE_WATCH"),
     ],
     "pt-BR": [
-        ("Academia", "EXERCISE"),
+        ("Musculação", "EXERCISE"),
         ("Treino de perna", "EXERCISE"),
         ("Aula de inglês", "LEARN"),
         ("Reunião de pais", "FAMILY_TIME"),
@@ -119,6 +119,13 @@ def test_a_stem_does_not_swallow_words_of_other_languages(clf):
     # English words that start like a stem keep their own answer (or none).
     assert clf.classify("Ready for launch").action != "LEARN"
     assert clf.classify("Tentative: call with Bob").action == "ADMIN_WORK"
+    # Words of one new language that are other words in the six older ones stay out.
+    assert clf.classify("Uni Bonn").action != "SLEEP"  # Finnish "uni", sleep
+    assert clf.classify("Lezen").action != "EXERCISE"  # Czech "lezení", climbing
+    assert clf.classify("Yoga lento").action == "EXERCISE"  # Finnish "lento", flight
+    assert clf.classify("Evento speciale").action != "DEEP_WORK"  # Danish thesis
+    assert clf.classify("Palestra").action == "EXERCISE"  # Italian gym, not a BR talk
+    assert clf.classify("Graduation ceremony").action != "DEEP_WORK"  # Finnish "gradu"
 
 
 def test_a_stem_is_one_word_of_a_few_letters(tmp_path):
