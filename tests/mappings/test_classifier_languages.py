@@ -126,6 +126,7 @@ def test_a_stem_does_not_swallow_words_of_other_languages(clf):
     assert clf.classify("Evento speciale").action != "DEEP_WORK"  # Danish thesis
     assert clf.classify("Palestra").action == "EXERCISE"  # Italian gym, not a BR talk
     assert clf.classify("Graduation ceremony").action != "DEEP_WORK"  # Finnish "gradu"
+    assert clf.classify("Lunch with Aileen").action == "SOCIALIZE"  # Turkish "aile", family
 
 
 def test_a_stem_is_one_word_of_a_few_letters(tmp_path):
