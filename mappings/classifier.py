@@ -196,13 +196,14 @@ class RulesError(ValueError):
 # A run of an unspaced script is one token apart from Latin letters and digits next to it,
 # so that "週次MTG" holds the word "mtg" and "1on1ミーティング" the word "1on1".
 _TOKENS = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+|[^\w\s]")
+_ASCII_TOKENS = re.compile(r"\w+|[^\w\s]")  # the same for the common ASCII title, faster
 MAX_KEYWORD_TOKENS = 6
 MIN_STEM = 3  # a shorter stem would find too many unrelated words
 
 
 def tokens(text: str) -> tuple[str, ...]:
     """Words and single punctuation marks of a normalized text: what keywords match on."""
-    return tuple(_TOKENS.findall(text))
+    return tuple((_ASCII_TOKENS if text.isascii() else _TOKENS).findall(text))
 
 
 def load_rules(path: Path | None = None) -> tuple[str, tuple[Rule, ...]]:
@@ -287,19 +288,20 @@ class KeywordClassifier:
         )
 
     def _fold(self, tok: str) -> str:
-        """The stem a title word is an inflected form of, or the word itself."""
-        if len(tok) <= MIN_STEM or tok in self._single or not self._stems:
-            return tok
+        """The stem a title word is an inflected form of, or the word itself (cached: a
+        calendar's words are few)."""
         found = self._folded.get(tok)
-        if found is None:
-            found = tok
+        if found is not None:
+            return found
+        found = tok
+        if len(tok) > MIN_STEM and tok not in self._single:
             # The longest stem wins: "hiihtoloma" is "hiihtolom*", not "hiihto*".
             for n in range(min(len(tok), self._longest_stem), MIN_STEM - 1, -1):
                 if tok[:n] in self._stems:
                     found = tok[:n]
                     break
-            if len(self._folded) < 100_000:  # bounded: titles are few, words fewer
-                self._folded[tok] = found
+        if len(self._folded) < 100_000:  # bounded whatever it is fed
+            self._folded[tok] = found
         return found
 
     def match(self, event: EventInfo) -> Classification | None:
@@ -338,7 +340,8 @@ class KeywordClassifier:
         best, hit = len(self.rules), ""
         toks = tokens(text)
         if self._stems:
-            toks = tuple(self._fold(t) for t in toks)
+            folded = self._folded
+            toks = tuple([folded.get(t) or self._fold(t) for t in toks])
         if self._unspaced and unspaced(text):
             squeezed = text.replace(" ", "")
             for k, rule_no in self._unspaced:
