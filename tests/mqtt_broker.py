@@ -47,6 +47,10 @@ COMPONENT_KEYS = {
         "expire_after", "force_update", "off_delay",
     },
     "button": {"command_topic", "command_template", "payload_press", "device_class", "retain"},
+    "select": {
+        "command_topic", "command_template", "state_topic", "value_template", "options",
+        "optimistic", "retain",
+    },
 }  # fmt: skip
 STATE_CLASSES = {"measurement", "total", "total_increasing"}
 BINARY_DEVICE_CLASSES = {
@@ -163,11 +167,22 @@ def _button_problems(config: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _select_problems(config: dict[str, Any]) -> list[str]:
+    problems = []
+    if "command_topic" not in config:
+        problems.append("a select without command_topic")
+    options = config.get("options")
+    if not isinstance(options, list) or not options or len(set(options)) != len(options):
+        problems.append("a select needs a non-empty list of distinct options")
+    return problems
+
+
 # What only one component's config can get wrong.
 _COMPONENT_PROBLEMS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "sensor": _sensor_problems,
     "binary_sensor": _binary_sensor_problems,
     "button": _button_problems,
+    "select": _select_problems,
 }
 
 
@@ -189,6 +204,8 @@ def state_problems(config: dict[str, Any], component: str, retained: dict[str, s
                 float(state)
             except ValueError:
                 problems.append(f"{name}: {state!r} is not a number")
+    if component == "select" and state not in config["options"]:
+        problems.append(f"{name}: {state!r} is not one of its options")
     if component == "binary_sensor" and state not in (
         config.get("payload_on", "ON"),
         config.get("payload_off", "OFF"),
