@@ -1,8 +1,10 @@
-"""The classifier on real calendar titles in seven languages (no LLM): accuracy overall, per
-language and per action, and how often it abstains.
+"""The classifier on real calendar titles (no LLM): accuracy overall, per language, per
+source calendar and per action, how often it abstains, what the event's context adds, and
+how much of a calendar's time is labelled right after the person answers the k best
+questions.
 
-    .venv/bin/python benchmarks/classifier_real.py [--set eval|dev] [--errors] [--title-only]
-        [--source NAME ...]
+    .venv/bin/python benchmarks/classifier_real.py [--set eval|dev|independent] [--errors]
+        [--title-only] [--source NAME ...]
 
 The sets are read from ../shared/fixtures/real_calendars (its SOURCES.md: where each
 title comes from); benchmarks/data/real_calendars/RUBRIC.md says how they were labelled.
@@ -11,6 +13,18 @@ mistakes). Scoring counts UNCLASSIFIED and NOT_AN_ACTION as the same answer, "no
 as the person sees no suggestion either way.
 `--title-only` hides every feature but the title, to show what the features add.
 `--source` scores only the named sources (the `source` column), e.g. one round's new ones.
+`--set independent` reads `independent_titles.jsonl` (titles only, labelled by another
+rubric; `NONE` is no action): measure on it, never pick keywords from it.
+
+Tables (each with and without context, i.e. the event's shape besides its title):
+- per language and per source: accuracy on every title, accuracy on titles that name an
+  action, and abstention (UNCLASSIFIED) on those;
+- "after k answers" per source with event times: the share of the source's timed
+  event-minutes labelled right after the k best questions (mappings.classifier_questions)
+  are answered with the gold label, k = 0, 3, 5, 10. The sets hold each distinct title of a
+  calendar once with one occurrence's duration, not the calendar's full event stream, so
+  a group is one row here and the curve is what answering does per title, not per series;
+- the time to list questions for a synthetic year of calendar (20 events a day).
 """
 
 from __future__ import annotations
@@ -25,13 +39,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mappings.actions import NOT_AN_ACTION, UNCLASSIFIED
-from mappings.classifier import EventInfo
+from mappings.classifier import Classification, EventInfo
 from mappings.classifier_layers import default_classifier
+from mappings.classifier_overrides import group_key
+from mappings.classifier_questions import Occurrence, questions
 from tests.shared import SHARED_FIXTURES, missing_reason
 
 # Real titles from other projects' calendars: read from ../shared/, never committed here.
 DATA = SHARED_FIXTURES / "real_calendars"
 LANGS = ("en", "de", "fr", "es", "nl", "it", "pt")
+KS = (0, 3, 5, 10)
 
 
 @dataclass(frozen=True)
@@ -66,13 +83,135 @@ def read_set(path: Path) -> list[Labelled]:
     return out
 
 
+def read_independent(path: Path) -> list[Labelled]:
+    """independent_titles.jsonl: {"title","label","lang","source"}; NONE is no action."""
+    import json
+
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if not row.get("title") or not row.get("label"):
+            raise SystemExit(f"{path}:{n}: empty title or label")
+        label = NOT_AN_ACTION if row["label"] == "NONE" else row["label"]
+        source = row["source"].split(":", 1)[0]
+        out.append(Labelled(row["lang"], label, EventInfo(title=row["title"]), source))
+    return out
+
+
 def no_action(label: str) -> str:
     return NOT_AN_ACTION if label == UNCLASSIFIED else label
 
 
+def scores(items: list[Labelled], answers: list[Classification]) -> tuple[int, str, str, str]:
+    """n, accuracy on all, accuracy on action titles, abstention on action titles."""
+    n = len(items)
+    ok = [no_action(a.action) == x.label for a, x in zip(answers, items, strict=True)]
+    act = [i for i, x in enumerate(items) if x.label != NOT_AN_ACTION]
+    acc = f"{sum(ok) / n:.2f}" if n else "-"
+    if not act:
+        return n, acc, "-", "-"
+    acc_act = sum(ok[i] for i in act) / len(act)
+    abst = sum(answers[i].action == UNCLASSIFIED for i in act) / len(act)
+    return n, acc, f"{acc_act:.2f}", f"{abst:.0%}"
+
+
+def table(
+    title: str,
+    key: str,
+    items: list[Labelled],
+    ctx: list[Classification],
+    bare: list[Classification],
+) -> None:
+    """Per language or per source: with context | title only."""
+    rows: dict[str, list[int]] = defaultdict(list)
+    for i, x in enumerate(items):
+        rows[getattr(x, key)].append(i)
+    print(f"\n{title}: with context | title only")
+    print(
+        f"| {key} | titles | acc | acc (action titles) | abstains (action titles) "
+        "| acc, title only | acc (action), title only | abstains, title only |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name in sorted(rows, key=lambda k: (-len(rows[k]), k)):
+        idx = rows[name]
+        sub = [items[i] for i in idx]
+        n, a, aa, ab = scores(sub, [ctx[i] for i in idx])
+        _, b, ba, bb = scores(sub, [bare[i] for i in idx])
+        print(f"| {name} | {n} | {a} | {aa} | {ab} | {b} | {ba} | {bb} |")
+
+
+def after_answers(items: list[Labelled], answers: list[Classification]) -> None:
+    """Share of timed event-minutes right after the k best questions, per source."""
+    by_source: dict[str, list[int]] = defaultdict(list)
+    for i, x in enumerate(items):
+        if x.event.duration_min and not x.event.all_day:
+            by_source[x.source].append(i)
+    if not by_source:
+        print("\nafter k answers: no source in this set has event times")
+        return
+    print("\nafter k answers: share of the source's timed event-minutes labelled right")
+    print("| source | timed titles | minutes | " + " | ".join(f"k={k}" for k in KS) + " |")
+    print("|---|---|---|" + "---|" * len(KS))
+    totals = [0.0] * len(KS)
+    all_minutes = 0.0
+    for source in sorted(by_source):
+        idx = by_source[source]
+        occ = [
+            Occurrence(
+                items[i].event.title,
+                items[i].event.duration_min or 0.0,
+                answers[i].action,
+                answers[i].confidence,
+                answers[i].layer,
+            )
+            for i in idx
+        ]
+        minutes = sum(o.minutes for o in occ)
+        shares = []
+        for j, k in enumerate(KS):
+            asked = {q.key for q in questions(occ, k)}
+            right = sum(
+                o.minutes
+                for i, o in zip(idx, occ, strict=True)
+                if (group_key(o.title) in asked or no_action(o.action) == items[i].label)
+            )
+            shares.append(right / minutes)
+            totals[j] += right
+        all_minutes += minutes
+        cells = " | ".join(f"{x:.0%}" for x in shares)
+        print(f"| {source} | {len(idx)} | {minutes:,.0f} | {cells} |")
+    cells = " | ".join(f"{t / all_minutes:.0%}" for t in totals)
+    print(f"| all | {sum(map(len, by_source.values()))} | {all_minutes:,.0f} | {cells} |")
+
+
+def question_time() -> None:
+    """Seconds to rank the questions of a synthetic year of calendar (20 events a day)."""
+    import random
+
+    rnd = random.Random(42)
+    clf = default_classifier()
+    titles = [f"Xq{i} Blorp" for i in range(60)] + [f"Zorblax {c}" for c in "abcdefghij"]
+    titles += ["Team standup", "Gym", "Lunch with Ana", "Trening", "Krumpel", "Krumpel 18:00"]
+    picked = [rnd.choice(titles) for _ in range(365 * 20)]
+    start = time.perf_counter()
+    labels = clf.classify_many(picked)
+    occ = [
+        Occurrence(t, rnd.choice((30, 60, 90)), a.action, a.confidence, a.layer)
+        for t, a in zip(picked, labels, strict=True)
+    ]
+    questions(occ, 10)
+    took = time.perf_counter() - start
+    print(
+        f"\nquestions for a year of calendar ({len(picked):,} events, labelling included): "
+        f"{took:.2f} s (the CLI reads only the 6-week window)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", choices=("eval", "dev"), default="eval")
+    parser.add_argument("--set", choices=("eval", "dev", "independent"), default="eval")
     parser.add_argument("--errors", action="store_true", help="list the wrong answers")
     parser.add_argument("--title-only", action="store_true", help="ignore all but the title")
     parser.add_argument("--source", nargs="+", help="score only these sources")
@@ -80,7 +219,10 @@ def main() -> None:
     if not DATA.is_dir():
         raise SystemExit(f"classifier_real: {missing_reason(DATA)}")
 
-    items = read_set(DATA / f"{args.set}.tsv")
+    if args.set == "independent":
+        items = read_independent(DATA / "independent_titles.jsonl")
+    else:
+        items = read_set(DATA / f"{args.set}.tsv")
     if args.source:
         unknown = set(args.source) - {x.source for x in items}
         if unknown:
@@ -113,7 +255,7 @@ def main() -> None:
         by_lang[x.lang].append(ok)
         by_label[x.label].append(ok)
     print("\nper language:")
-    for lang in LANGS:
+    for lang in (*LANGS, *sorted(set(by_lang) - set(LANGS))):
         oks = by_lang.get(lang, [])
         if oks:
             print(f"  {lang}  {sum(oks) / len(oks):.3f}  ({sum(oks)}/{len(oks)})")
@@ -124,6 +266,15 @@ def main() -> None:
     layers = Counter(a.layer for a in answers)
     print(f"\nanswers by layer: {dict(sorted(layers.items()))}")
     print(f"time: {n / took:,.0f} titles/s for this batch (see benchmarks/classifier.py)")
+    bare = (
+        answers
+        if args.title_only
+        else clf.classify_many([EventInfo(title=x.event.title) for x in items])
+    )
+    table("per language", "lang", items, answers, bare)
+    table("per source calendar", "source", items, answers, bare)
+    after_answers(items, answers)
+    question_time()
     if args.errors:
         print("\nwrong answers (gold <- predicted [layer: rule]):")
         for p, a, x, ok in zip(preds, answers, items, right, strict=True):

@@ -1,4 +1,4 @@
-"""The layered classifier: corrections, rules, learned model, optional LLM, context.
+"""The layered classifier: corrections, rules, learned model, context, optional LLM.
 
 First confident answer wins; each answer names its layer and carries a confidence. What
 no layer knows is UNCLASSIFIED with confidence 0, never a guess dressed as an answer.
@@ -11,7 +11,12 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from mappings.actions import NOT_AN_ACTION, UNCLASSIFIED
-from mappings.classifier import Classification, EventInfo, KeywordClassifier
+from mappings.classifier import (
+    Classification,
+    EventInfo,
+    KeywordClassifier,
+    model_text,
+)
 from mappings.classifier_model import LearnedModel
 from mappings.classifier_overrides import Overrides
 
@@ -31,7 +36,9 @@ class LLMLayer(Protocol):
     def ask(self, event: EventInfo) -> Classification | None: ...
 
 
-def context_guess(event: EventInfo) -> Classification | None:
+def context_guess(
+    event: EventInfo, rules: KeywordClassifier | None = None
+) -> Classification | None:
     """What the event's shape says when its title says nothing we know."""
     if event.all_day:
         # An all-day entry nobody recognises is a marker, not a chosen activity.
@@ -39,6 +46,14 @@ def context_guess(event: EventInfo) -> Classification | None:
     if event.transparency == "transparent" and event.attendee_count <= 1:
         # Shown as free and nobody else invited: a reminder or marker, not a block of time.
         return Classification(NOT_AN_ACTION, 0.55, "context", "shows as free")
+    if rules is not None and event.calendar_name:
+        # A calendar the person named for what it holds ("Kurse", "Training", "Arbeit"):
+        # what its name says is what its unknown entries are.
+        by_name = rules.match_title(event.calendar_name)
+        if by_name is not None and by_name.action != NOT_AN_ACTION:
+            return Classification(
+                by_name.action, 0.5, "context", f"calendar {event.calendar_name!r}"
+            )
     if event.attendee_count >= 3:
         return Classification("ADMIN_WORK", 0.55, "context", f"{event.attendee_count} attendees")
     if event.attendee_count >= 2 and event.self_response in INVITED:
@@ -81,7 +96,9 @@ class LayeredClassifier:
         parts = [
             self.rules.version if self.rules else "-",
             self.model.version if self.model else "-",
-            repr(sorted(self.overrides.exact.items())) + repr([c for _, c in self.overrides.wild]),
+            repr(sorted(self.overrides.exact.items()))
+            + repr(sorted(self.overrides.groups.items()))
+            + repr([c for _, c in self.overrides.wild]),
             "llm" if self.llm else "-",
         ]
         return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
@@ -96,7 +113,10 @@ class LayeredClassifier:
         todo = [i for i, r in enumerate(out) if r is None]
         if self.model is not None and todo:
             for i, (label, p) in zip(
-                todo, self.model.predict([infos[i].title for i in todo]), strict=True
+                # The model reads the words of a title, not its times, codes and rooms.
+                todo,
+                self.model.predict([model_text(infos[i].title) for i in todo]),
+                strict=True,
             ):
                 floor = self.model_min_confidence
                 if infos[i].all_day:
@@ -114,9 +134,11 @@ class LayeredClassifier:
         return found
 
     def _after_model(self, event: EventInfo) -> Classification:
-        found = self.llm.ask(event) if self.llm is not None and event.title.strip() else None
-        if found is None and self.use_context:
-            found = context_guess(event)
+        # The LLM is asked only about what the person's answers, the rules, the model and
+        # the event's shape all leave open: the least that leaves the machine.
+        found = context_guess(event, self.rules) if self.use_context else None
+        if found is None and self.llm is not None and event.title.strip():
+            found = self.llm.ask(event)
         return found or UNKNOWN
 
 

@@ -8,13 +8,15 @@ reply is validated here before it is believed.
 
 from __future__ import annotations
 
+import calendar
 import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mappings.actions import ACTIONS, NOT_AN_ACTION, UNCLASSIFIED
-from mappings.classifier import EventInfo, normalize
+from mappings.classifier import EventInfo, normalize, tokens, unspaced
+from mappings.classifier_overrides import group_key
 
 Api = Literal["ollama", "openai"]
 CHOICES = (*ACTIONS, NOT_AN_ACTION, UNCLASSIFIED)
@@ -30,18 +32,73 @@ SCHEMA: dict[str, Any] = {
 }
 
 SYSTEM = (
-    "You label one calendar event with what the person does in it. Answer in JSON only, "
-    'as {"action": ..., "confidence": 0..1}. Actions: DEEP_WORK (focused solo work: '
-    "writing, coding, analysis), ADMIN_WORK (meetings, calls, email, errands, appointments, "
-    "paperwork), LEARN (courses, lessons, studying), EXERCISE (sport, gym, runs, walks), "
-    "MEDITATE (meditation, journaling, breathwork, prayer), FAMILY_TIME (partner, children, "
-    "parents, relatives), SOCIALIZE (friends, colleagues socially, parties, 1:1s), ME_TIME "
-    "(personal time, hobbies, reading for fun, self-care, protected blocks), SLEEP (sleep, "
-    "naps, rest days), BINGE_WATCH (TV, films, streaming, video games). Use NOT_AN_ACTION "
-    "for markers that are not an activity: holidays, out of office, travel, flights, hotel "
-    "stays, working location, other people's birthdays. Use UNCLASSIFIED when unsure. "
-    "Titles may be in any language."
+    "You label one calendar event with what the person does in that slot (the project's "
+    'labelling rubric). Answer in JSON only, as {"action": ..., "confidence": 0..1}. '
+    "DEEP_WORK: focused work of one's own (writing, coding, building, analysis, project "
+    "sessions). ADMIN_WORK: meetings, calls, coordination, paperwork, invoices, e-mail; "
+    "errands and household chores; appointments with a doctor, lawyer or authority; work "
+    "shifts. LEARN: being taught or studying: lectures, seminars, classes, tutorials, lab "
+    "sessions, courses, workshops, talks and conferences one attends. EXERCISE: training, "
+    "gym, running, swimming, walking the dog, physiotherapy, one's own amateur team's "
+    "matches. MEDITATE: meditation, prayer, worship services, journaling. FAMILY_TIME: "
+    "with one's own family: children's activities, family meals and visits, school events "
+    "for parents. SOCIALIZE: with others for the company: parties, meals and drinks with "
+    "friends, weddings, funerals, club activities, concerts, exhibitions, markets. "
+    "ME_TIME: personal care, hobbies, music, cooking for oneself, time off for oneself. "
+    "SLEEP: sleep, naps. BINGE_WATCH: TV, films, series, cinema, watching professional "
+    "sport. NOT_AN_ACTION: nothing chosen: holidays and observances, someone's birthday, "
+    "vacation and out-of-office markers, flights and travel, deadlines and reminders, "
+    "waste collection, cancelled events, titles too vague to tell. Tie-breakers: a party "
+    "held on a holiday is SOCIALIZE; being taught beats the subject (a programming "
+    "lecture is LEARN); a meeting is ADMIN_WORK unless it is social or a class. "
+    "Use UNCLASSIFIED when unsure. The title may be in any language; `language` is a "
+    "guess from its letters and words."
 )
+
+# Letters that only one language (or a few) writes, then short words frequent in titles.
+_LETTERS = (
+    ("Polish", "łśźżąęńć"),
+    ("Czech", "řěů"),
+    ("Turkish", "ışğ"),
+    ("Portuguese", "ãõ"),
+    ("Spanish", "ñ¿¡"),
+    ("German", "ß"),
+    ("Danish or Norwegian", "æø"),
+    ("Swedish, Danish or Norwegian", "å"),
+)
+_WORDS = {
+    "English": {"the", "with", "and", "for", "to", "of", "at", "meeting", "call"},
+    "German": {"mit", "und", "der", "die", "das", "fur", "im", "am", "zum", "zur", "bei"},
+    "French": {"avec", "et", "le", "la", "les", "du", "des", "au", "pour", "chez"},
+    "Spanish": {"con", "y", "el", "los", "las", "del", "para", "reunion"},
+    "Italian": {"con", "il", "della", "di", "per", "gli", "alla", "riunione"},
+    "Dutch": {"met", "en", "het", "de", "van", "voor", "bij", "naar"},
+    "Portuguese": {"com", "do", "da", "dos", "das", "para", "no", "na", "reuniao"},
+    "Polish": {"z", "w", "na", "i", "do", "ze", "u"},
+    "Czech": {"s", "v", "a", "se", "ve", "k"},
+    "Swedish": {"med", "och", "pa", "for", "till", "hos"},
+    "Danish or Norwegian": {"med", "og", "pa", "til", "hos"},
+    "Finnish": {"ja", "kanssa", "klo"},
+    "Turkish": {"ile", "ve", "icin"},
+}
+
+
+def title_language(title: str) -> str:
+    """A guess at the title's language from its script, letters and short words; "" when
+    the title does not say (most short titles)."""
+    if unspaced(title):
+        return "Japanese" if any("\u3040" <= ch <= "\u30ff" for ch in title) else "Chinese"
+    low = title.casefold()
+    if any("\u0400" <= ch <= "\u04ff" for ch in low):
+        return "Ukrainian" if any(ch in "іїєґ" for ch in low) else "Russian"
+    for language, letters in _LETTERS:
+        if any(ch in letters for ch in low):
+            return language
+    words = set(tokens(normalize(title)))
+    scores = {lang: len(words & common) for lang, common in _WORDS.items()}
+    best = max(scores.values())
+    found = [lang for lang, n in scores.items() if n == best]
+    return found[0] if best and len(found) == 1 else ""
 
 
 class LLMReplyError(ValueError):
@@ -56,13 +113,16 @@ class Answer(BaseModel):
 
 
 def cache_key(title: str) -> str:
-    """Answers are cached per normalized title (cut to the stored column's width)."""
-    return normalize(title)[:500]
+    """Answers are cached per title group ("Trening", "Trening 18:00" share one answer;
+    mappings.classifier_overrides.group_key), cut to the stored column's width."""
+    return group_key(title)[:500]
 
 
 def describe(event: EventInfo) -> dict[str, Any]:
     """The event as the model sees it: the title plus the shape of the event, nothing else."""
     doc: dict[str, Any] = {"title": event.title}
+    if language := title_language(event.title):
+        doc["language"] = language
     if event.event_type != "default":
         doc["event_type"] = event.event_type
     if event.all_day:
@@ -73,6 +133,10 @@ def describe(event: EventInfo) -> dict[str, Any]:
         doc["duration_minutes"] = round(event.duration_min)
     if event.start_hour is not None:
         doc["starts_at_hour"] = event.start_hour
+    if event.weekday is not None:
+        doc["weekday"] = calendar.day_name[event.weekday]
+    if event.recurring:
+        doc["repeats"] = True
     if event.transparency == "transparent":
         doc["shows_as"] = "free"
     return doc

@@ -52,6 +52,10 @@ COMPONENT_KEYS = {
         "step", "mode", "unit_of_measurement", "device_class", "payload_reset", "retain",
         "optimistic",
     },
+    "select": {
+        "command_topic", "command_template", "state_topic", "value_template", "options",
+        "optimistic", "retain",
+    },
 }  # fmt: skip
 STATE_CLASSES = {"measurement", "total", "total_increasing"}
 BINARY_DEVICE_CLASSES = {
@@ -181,12 +185,23 @@ def _number_problems(config: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _select_problems(config: dict[str, Any]) -> list[str]:
+    problems = []
+    if "command_topic" not in config:
+        problems.append("a select without command_topic")
+    options = config.get("options")
+    if not isinstance(options, list) or not options or len(set(options)) != len(options):
+        problems.append("a select needs a non-empty list of distinct options")
+    return problems
+
+
 # What only one component's config can get wrong.
 _COMPONENT_PROBLEMS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "number": _number_problems,
     "sensor": _sensor_problems,
     "binary_sensor": _binary_sensor_problems,
     "button": _button_problems,
+    "select": _select_problems,
 }
 
 
@@ -213,6 +228,8 @@ def state_problems(config: dict[str, Any], component: str, retained: dict[str, s
             float(state)
         except ValueError:
             problems.append(f"{name}: {state!r} is not a number")
+    if component == "select" and state not in config["options"]:
+        problems.append(f"{name}: {state!r} is not one of its options")
     if component == "binary_sensor" and state not in (
         config.get("payload_on", "ON"),
         config.get("payload_off", "OFF"),

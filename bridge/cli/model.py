@@ -139,12 +139,30 @@ def eval_(
     slots: Annotated[
         int, typer.Option("--slots", min=8, help="Interactions per person (default 112).")
     ] = 112,
+    heartsteps: Annotated[
+        Path | None,
+        typer.Option(
+            "--heartsteps",
+            help="Replay the HeartSteps V1 trial's real answers from this folder "
+            "(suggestions.csv); e.g. ../shared/datasets/heartsteps.",
+        ),
+    ] = None,
+    coding: Annotated[
+        str,
+        typer.Option(
+            "--coding",
+            help="With --heartsteps: ignore (no answer counts as Ignore) or rated (good vs bad).",
+        ),
+    ] = "ignore",
     as_json: JsonOpt = False,
 ) -> None:
     """Run random, heuristic, bundled, no-prior, linear-ts and oracle over the same people."""
     from bridge.sim.evaluate import ADAPTED, BLIND, RUNNERS, Lineup, evaluate, format_table
     from bridge.sim.families import NAMES
 
+    if heartsteps is not None:
+        _heartsteps(heartsteps, coding, as_json=as_json)
+        return
     if split not in ("in", "ood"):
         raise InputError(f"--split {split!r}: use 'in' or 'ood'")
     if lofo:
@@ -187,3 +205,13 @@ def eval_(
     typer.echo(format_table(report))
     if plot is not None:
         typer.echo(f"wrote {plot}")
+
+
+def _heartsteps(directory: Path, coding: str, *, as_json: bool) -> None:
+    from bridge.sim.heartsteps import evaluate, format_report, load
+
+    report = evaluate(load(directory, coding))
+    if as_json:
+        print_json(report)
+        return
+    typer.echo(format_report(report))

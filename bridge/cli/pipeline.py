@@ -463,9 +463,11 @@ def classify(
     title: Annotated[
         str | None,
         typer.Argument(
-            help="An event title (default: read titles from stdin); with --correct, the ACTION."
+            help="An event title (default: read titles from stdin); with --correct, the "
+            "ACTION; with --questions, how many (default 5)."
         ),
     ] = None,
+    *,
     as_json: JsonOpt = False,
     correct: Annotated[
         str | None,
@@ -483,10 +485,22 @@ def classify(
         bool,
         typer.Option("--dry-run", help="Send nothing; print what the LLM layer would be sent."),
     ] = False,
+    questions: Annotated[
+        bool,
+        typer.Option(
+            "--questions",
+            help="List the titles whose answer would label the most of your calendar "
+            "(past 4 weeks, next 2) that the classifier cannot label or is unsure of.",
+        ),
+    ] = False,
 ) -> None:
     """Label event titles with one of the 10 actions; one JSON object per line from stdin."""
     from bridge.cycle.classify import build_classifier, save_llm_state
-    from bridge.learning.corrections import add_correction, remove_correction
+    from bridge.learning.corrections import add_correction, relabel_answered, remove_correction
+
+    if questions:
+        _echo_questions(title, as_json=as_json)
+        return
 
     if forget:
         if title is None:
@@ -501,7 +515,11 @@ def classify(
                 "--correct needs an ACTION: rhythm-bridge classify --correct TITLE ACTION"
             )
         fix = add_correction(current_store(), correct, title)
-        typer.echo(f"stored: titles like {fix.pattern!r} are {fix.action} from now on")
+        relabelled = relabel_answered(current_store(), fix)
+        typer.echo(
+            f"stored: titles like {fix.pattern!r} are {fix.action} from now on "
+            f"({relabelled} stored event{'s' if relabelled != 1 else ''} relabelled)"
+        )
         return
     classifier = build_classifier(current_settings(), current_store(), dry_run=dry_run)
     titles = [title] if title is not None else [line.rstrip("\r\n") for line in sys.stdin]
@@ -521,6 +539,30 @@ def classify(
     for sent in getattr(classifier.llm, "would_send", []):
         body = json.dumps(sent.body, indent=2, ensure_ascii=False)
         typer.echo(f"dry run: would POST to {sent.url}:\n{body}", err=True)
+
+
+def _echo_questions(count: str | None, *, as_json: bool) -> None:
+    from bridge.cycle.questions import calendar_questions
+    from mappings.actions import action_name
+
+    if count is not None and not (count.isdigit() and int(count) > 0):
+        raise BridgeError(f"--questions takes how many to list (a whole number), not {count!r}")
+    found = calendar_questions(
+        current_store(), current_settings(), datetime.now(UTC), int(count or 5)
+    )
+    if as_json:
+        print_json([q.as_dict() for q in found])
+        return
+    if not found:
+        typer.echo("no questions: every event of the past 4 weeks and the next 2 is labelled")
+        return
+    for i, q in enumerate(found, 1):
+        guess = "no guess" if q.guess == "UNCLASSIFIED" else f"guess {action_name(q.guess)}"
+        typer.echo(
+            f"{i}. {q.title!r}: {q.minutes} min in {q.occurrences} event"
+            f"{'s' if q.occurrences != 1 else ''} ({guess}, confidence {q.confidence:.2f})"
+        )
+    typer.echo('answer one with: rhythm-bridge classify --correct "TITLE" ACTION')
 
 
 @app.command()

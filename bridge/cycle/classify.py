@@ -19,7 +19,13 @@ from bridge.files import FILE_MODE, private_dir
 from bridge.store import Store, rows_changed, upsert
 from bridge.store.db import utcnow
 from bridge.store.models import LLMAnswer
-from mappings.classifier import KeywordClassifier, RulesError
+from mappings.classifier import (
+    EventInfo,
+    KeywordClassifier,
+    RulesError,
+    calendar_kind,
+    calendar_name,
+)
 from mappings.classifier_layers import LayeredClassifier
 from mappings.classifier_model import (
     LearnedModel,
@@ -132,21 +138,21 @@ def save_llm_state(store: Store, settings: Settings, client: LLMClient | None) -
 
 
 def build_classifier(
-    settings: Settings, store: Store | None, *, dry_run: bool = False
+    settings: Settings, store: Store | None, *, dry_run: bool = False, use_llm: bool = True
 ) -> LayeredClassifier:
-    """Corrections, rules, the model and (if configured) the LLM, stacked."""
+    """Corrections, rules, the model and (if configured and wanted) the LLM, stacked."""
     try:
         rules = KeywordClassifier(settings.classifier.rules_file or None)
     except RulesError as err:
         raise ConfigError(f"classifier.rules_file: {err}") from None
     overrides = Overrides(
-        Correction(c.pattern, c.action) for c in (corrections(store) if store else [])
+        Correction(c.pattern, c.action, c.title) for c in (corrections(store) if store else [])
     )
     return LayeredClassifier(
         rules=rules,
         model=_model(settings),
         overrides=overrides,
-        llm=llm_client(settings, store, dry_run=dry_run),
+        llm=llm_client(settings, store, dry_run=dry_run) if use_llm else None,
     )
 
 
@@ -206,15 +212,31 @@ def retrain_if_corrected(settings: Settings, store: Store) -> bool:
 CLASSIFIER_VERSION_KEY = "classifier.version"
 
 
+def event_info(ev: CalendarEvent, settings: Settings) -> EventInfo:
+    """What the classifier may look at of a stored event."""
+    return EventInfo(
+        title=ev.title,
+        event_type=ev.event_type,
+        all_day=ev.all_day,
+        attendee_count=ev.attendee_count,
+        transparency=ev.transparency,
+        duration_min=(ev.end_utc - ev.start_utc).total_seconds() / 60,
+        start_hour=ev.start_utc.astimezone(settings.tz).hour,
+        weekday=ev.start_utc.astimezone(settings.tz).weekday(),
+        recurring=bool(ev.recurrence_id),
+        calendar_kind=calendar_kind(ev.calendar_id),
+        self_response=ev.self_response,
+        calendar_name=calendar_name(ev.calendar_id),
+    )
+
+
 def classify_events(store: Store, settings: Settings) -> int:
     """Label every event that is new or changed since it was last labelled.
 
     Everything is labelled again when the classifier itself changed (rules, model or a
     correction); UNCLASSIFIED events are retried while an LLM is configured.
     """
-    from bridge.cycle.classify import build_classifier, retrain_if_corrected, save_llm_state
     from mappings.actions import UNCLASSIFIED
-    from mappings.classifier import EventInfo, calendar_kind
 
     retrain_if_corrected(settings, store)
     classifier = build_classifier(settings, store)
@@ -229,23 +251,7 @@ def classify_events(store: Store, settings: Settings) -> int:
     with store.session() as session:
         rows = session.execute(stmt).scalars().all()
     # Classify outside the write transaction: an LLM call may take seconds.
-    results = classifier.classify_many(
-        [
-            EventInfo(
-                title=ev.title,
-                event_type=ev.event_type,
-                all_day=ev.all_day,
-                attendee_count=ev.attendee_count,
-                transparency=ev.transparency,
-                duration_min=(ev.end_utc - ev.start_utc).total_seconds() / 60,
-                start_hour=ev.start_utc.astimezone(settings.tz).hour,
-                recurring=bool(ev.recurrence_id),
-                calendar_kind=calendar_kind(ev.calendar_id),
-                self_response=ev.self_response,
-            )
-            for ev in rows
-        ]
-    )
+    results = classifier.classify_many([event_info(ev, settings) for ev in rows])
     relabelled = 0
     with store.transaction() as session:
         for ev, result in zip(rows, results, strict=True):

@@ -301,16 +301,21 @@ def _mqtt_link(settings: Settings, store: Store) -> Any:
     With it off, entities published earlier are removed once (a down broker: next start).
     """
     from bridge.cycle.answer import answer
+    from bridge.cycle.questions import calendar_questions
     from bridge.out.mqtt.link import MqttLink, remove_entities
 
     if settings.mqtt.enabled:
         # The buttons answer exactly like the page's: a Reschedule proposes the next window.
-        return MqttLink(
+        link = MqttLink(
             settings,
             store,
             answer=lambda rec_id, response, now, channel: answer(
                 store, settings, rec_id, response, now, channel=channel
             ),
+        )
+        # The select shows the one title whose answer would label the most time.
+        return link.ask_with(
+            lambda now: [q.as_dict() for q in calendar_questions(store, settings, now, 1)]
         ).start()
     try:
         message = remove_entities(settings, store, timeout=10.0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlmodel import col
 
 from bridge.errors import BridgeError, InputError
@@ -19,7 +19,7 @@ from bridge.store import Store, rows_changed, upsert
 from bridge.store.db import utcnow
 from bridge.store.models import CalendarEvent, ClassifierCorrection
 from mappings.actions import ACTIONS, NOT_AN_ACTION
-from mappings.classifier_overrides import Correction, title_pattern
+from mappings.classifier_overrides import Correction, Overrides, group_key, title_pattern
 
 
 def add_correction(
@@ -50,15 +50,55 @@ def add_correction(
             update=("action", "title", "channel"),
             touch=("updated_at",),
         )
-    return Correction(pattern, action)
+    return Correction(pattern, action, title.strip())
+
+
+def relabel_answered(store: Store, fix: Correction, *, but: int | None = None) -> int:
+    """Label every stored event the correction answers (its title, the title's group, past
+    and future) at once, as the next cycle would, but the event `but` (labelled by hand
+    itself); returns how many rows changed."""
+    over = Overrides([fix])
+    with store.session() as session:
+        rows = session.execute(select(col(CalendarEvent.id), col(CalendarEvent.title))).all()
+    ids = [i for i, title in rows if i != but and over.match(title) is not None]
+    if not ids:
+        return 0
+    changed = 0
+    with store.transaction() as session:
+        for start in range(0, len(ids), 500):  # bound the IN list
+            changed += rows_changed(
+                session.execute(
+                    update(CalendarEvent)
+                    .where(col(CalendarEvent.id).in_(ids[start : start + 500]))
+                    .values(action=fix.action, action_confidence=1.0, action_layer="override")
+                )
+            )
+    return changed
 
 
 def remove_correction(store: Store, title: str) -> bool:
-    """Forget the correction stored for titles like this one; False if there was none."""
+    """Forget the correction stored for titles like this one (or for its group: forgetting
+    "Trening 18:00" forgets the answer given for "Trening"); False if there was none."""
     pattern = title_pattern(title)
+    key = group_key(title)
+    with store.session() as session:
+        rows = session.execute(
+            select(
+                col(ClassifierCorrection.id),
+                col(ClassifierCorrection.pattern),
+                col(ClassifierCorrection.title),
+            )
+        ).all()
+    ids = [
+        i
+        for i, stored, corrected in rows
+        if stored == pattern or ("*" not in stored and key and group_key(corrected) == key)
+    ]
+    if not ids:
+        return False
     with store.transaction() as session:
         gone = session.execute(
-            delete(ClassifierCorrection).where(col(ClassifierCorrection.pattern) == pattern)
+            delete(ClassifierCorrection).where(col(ClassifierCorrection.id).in_(ids))
         )
         return bool(rows_changed(gone))
 
@@ -95,7 +135,8 @@ def correct_event_label(store: Store, event_id: int, action: str) -> dict[str, A
         title = ev.title
     # Two short transactions, not one: the correction is the durable part and is
     # idempotent, so a failure between them is mended by the next cycle's relabelling.
-    add_correction(store, title, action, channel="web")
+    fix = add_correction(store, title, action, channel="web")
+    relabel_answered(store, fix, but=event_id)  # the whole group, as the CLI does
     with store.transaction() as session:
         ev = session.get(CalendarEvent, event_id)
         if ev is None:  # deleted by a pull between the two transactions

@@ -40,6 +40,8 @@ from mappings.actions import METERS, action_name
 from mappings.checkins import ASKED
 from mappings.checkins import BY_NAME as CHECKIN_ITEMS
 
+# Questions shown on the page: a few, each answered with one tap.
+PAGE_QUESTIONS = 3
 # Below this confidence a meter is drawn faded and hatched (page) or dashed (history).
 WEAK_CONFIDENCE = 0.5
 
@@ -237,6 +239,7 @@ def page_view(request: Request) -> Response:
             "no_window": None if rec else views.no_window(st.store, st.settings, now),
             "belief": views.belief_rows(rec["belief"], rec.get("belief_sd")) if rec else None,
             "events": views.events_today(st.store, st.settings, now),
+            "questions": _questions(st, now, PAGE_QUESTIONS),
             "labels": LABELS,
             "history": views.interaction_history(st.store, tz=st.settings.tz),
             "status": views.status(st.store, st.settings),
@@ -332,6 +335,30 @@ async def label_form(request: Request) -> Response:
         st.store, _int(request.path_params["event_id"], "event id"), _field(form, "action") or ""
     )
     return RedirectResponse("/?done=label#events", status_code=303)
+
+
+def _questions(st: WebState, now: datetime, n: int) -> list[dict[str, Any]]:
+    from bridge.cycle.questions import calendar_questions
+
+    return [q.as_dict() for q in calendar_questions(st.store, st.settings, now, n)]
+
+
+def _answer_group(st: WebState, title: str, action: str) -> dict[str, Any]:
+    """The person's one-tap answer for a title's whole group, stored and applied at once."""
+    from bridge.learning.corrections import add_correction, relabel_answered
+
+    if not title.strip():
+        raise InputError("title: the question's title is required")
+    fix = add_correction(st.store, title, action, channel="web")
+    return {"title": title, "action": fix.action, "relabelled": relabel_answered(st.store, fix)}
+
+
+async def question_form(request: Request) -> Response:
+    st = _state(request)
+    form = await request.form()
+    st.check_write(request, _field(form, "csrf_token"))
+    _answer_group(st, _field(form, "title") or "", _field(form, "action") or "")
+    return RedirectResponse("/?done=question#questions", status_code=303)
 
 
 async def login(request: Request) -> Response:
@@ -472,6 +499,22 @@ def api_people(request: Request) -> Response:
     return JSONResponse({"people": _state(request).store.people()})
 
 
+async def api_questions(request: Request) -> Response:
+    """GET: the questions, best first (`?n=`, default 5); POST {"title", "action"}: answer
+    one for its whole group."""
+    st = _state(request)
+    if request.method == "POST":
+        st.check_write(request)
+        body = await _json(request)
+        return JSONResponse(
+            _answer_group(st, str(body.get("title", "")), str(body.get("action", "")))
+        )
+    n = _int(request.query_params.get("n", "5"), "n")
+    if not 1 <= n <= 50:
+        raise InputError("n: between 1 and 50")
+    return JSONResponse({"questions": _questions(st, st.now(), n)})
+
+
 def api_status(request: Request) -> Response:
     st = _state(request)
     return JSONResponse(views.status(st.store, st.settings))
@@ -565,6 +608,7 @@ def create_app(
             Route("/checkin", checkin_form, methods=["POST"]),
             Route("/feedback", feedback_form, methods=["POST"]),
             Route("/events/{event_id}/label", label_form, methods=["POST"]),
+            Route("/questions", question_form, methods=["POST"]),
             Route("/login", login, methods=["GET", "POST"]),
             Route("/logout", logout, methods=["POST"]),
             Route("/healthz", healthz),
@@ -575,6 +619,7 @@ def create_app(
             Route("/api/feedback", api_feedback, methods=["GET", "POST"]),
             Route("/api/events", api_events),
             Route("/api/events/{event_id}/label", api_label, methods=["POST"]),
+            Route("/api/questions", api_questions, methods=["GET", "POST"]),
             Route("/api/status", api_status),
             Route(PEOPLE_PATH, api_people),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

@@ -143,7 +143,7 @@ def test_one_good_answer_resets_the_failure_count():
         httpx.Response(200, json=ollama_reply(GOOD)),
     ]
     llm = client()
-    answers = [llm.ask(EventInfo(f"Title {i}")) for i in range(6)]
+    answers = [llm.ask(EventInfo(f"Title {w}")) for w in ("a", "b", "c", "d", "e", "f")]
     assert [a is not None for a in answers] == [False, False, True, False, False, True]
 
 
@@ -236,3 +236,70 @@ def test_the_budget_starts_again_the_next_day(settings, store):
     with store.transaction() as session:
         store.set_meta(session, LLM_CALLS_KEY, "2000-01-01 5")
     assert llm_client(cfg, store).calls == 0
+
+
+@pytest.mark.parametrize(
+    ("title", "language"),
+    [
+        ("Zebranie w przedszkolu", "Polish"),
+        ("定例ミーティング", "Japanese"),
+        ("Schůzka týmu", "Czech"),
+        ("Toplantı", "Turkish"),
+        ("Dinner with the team", "English"),
+        ("Réunion avec le client", "French"),
+        ("Xq-77", ""),  # a title that does not say is sent without a guess
+    ],
+)
+def test_the_request_names_the_titles_language(title, language):
+    from mappings.classifier_llm import describe
+
+    doc = describe(EventInfo(title))
+    assert doc.get("language", "") == language
+
+
+@respx.mock
+def test_answers_are_cached_per_title_group():
+    route = respx.post(f"{OLLAMA}/api/chat").respond(json=ollama_reply(GOOD))
+    llm = client()
+    assert llm.ask(EventInfo("Zorblax")).action == "EXERCISE"
+    assert llm.ask(EventInfo("Zorblax 18:00")).rule == "cached"
+    assert llm.ask(EventInfo("Zorblax odwołany")).rule != "cached"
+    assert route.call_count == 2
+
+
+@respx.mock(assert_all_called=False)
+def test_a_dry_run_shows_only_what_rules_context_and_answers_leave(respx_mock):
+    from mappings.classifier import KeywordClassifier
+    from mappings.classifier_layers import LayeredClassifier
+    from mappings.classifier_model import load
+    from mappings.classifier_overrides import Correction, Overrides
+
+    llm = client(dry_run=True)
+    over = Overrides([Correction("krumpel", "ME_TIME", "Krumpel")])
+    clf = LayeredClassifier(KeywordClassifier(), load(), over, llm)
+    clf.classify_many(
+        [
+            EventInfo("Team standup"),  # a rule
+            EventInfo("Krumpel 18:00"),  # the person's answer
+            EventInfo("Xq-77", all_day=True),  # context: a marker
+            EventInfo("Xq-77 z Kubą"),  # left: sent
+        ]
+    )
+    assert respx_mock.calls.call_count == 0
+    [shown] = llm.would_send
+    sent = json.loads(shown.body["messages"][1]["content"])
+    assert sent == {"title": "Xq-77 z Kubą", "language": "Polish"}
+    assert "being taught" in shown.body["messages"][0]["content"]  # the rubric's words
+
+
+def test_the_request_carries_the_events_shape_and_day():
+    from mappings.classifier_llm import describe
+
+    doc = describe(EventInfo("Xq-77", duration_min=90, start_hour=18, weekday=1, recurring=True))
+    assert doc == {
+        "title": "Xq-77",
+        "duration_minutes": 90,
+        "starts_at_hour": 18,
+        "weekday": "Tuesday",
+        "repeats": True,
+    }

@@ -31,7 +31,7 @@ BEGIN:VEVENT
 UID:blorp-1@test
 DTSTAMP:20261101T000000Z
 DTSTART:20261118T170000Z
-DTEND:20261118T180000Z
+DTEND:20261118T172000Z
 SUMMARY:Blorp
 END:VEVENT
 END:VCALENDAR
@@ -118,6 +118,7 @@ def test_the_cycle_asks_the_llm_only_for_what_the_layers_do_not_know(
     data = settings.model_dump()
     data["classifier"].update(llm_endpoint="http://localhost:11434", llm_model="llama3.2")
     cfg = type(settings).model_validate(data)
+    # Twenty minutes nobody else attends: its shape says nothing, so the LLM is asked.
     classify_events(store, cfg)
     assert _labels(store)["Blorp"] == ("SOCIALIZE", "llm")
     assert route.call_count == 1 and store.count(LLMAnswer) == 1

@@ -196,8 +196,10 @@ def test_first_confident_layer_wins(bundled):
     assert clf.classify("Team standup").layer == "rules"
     assert clf.classify("Laps at the pool").layer == "model"
     assert llm.asked == []
-    # the LLM answers what the model is unsure about, before the event's shape
-    answer = clf.classify(EventInfo("Zorblax", all_day=True))
+    # the event's shape answers before the LLM, which is asked only what is left
+    assert clf.classify(EventInfo("Zorblax", all_day=True)).layer == "context"
+    assert llm.asked == []
+    answer = clf.classify(EventInfo("Zorblax"))
     assert (answer.action, answer.layer) == ("LEARN", "llm") and llm.asked == ["Zorblax"]
 
 
@@ -238,3 +240,18 @@ def test_the_evaluation_set_is_big_varied_and_separate_from_training():
     assert shared == set()
     accented = [t for t, _ in eval_set if normalize(t) != t.casefold()]
     assert len(accented) >= 30  # German, Spanish, French (and some Italian) titles
+
+
+def test_a_calendar_named_for_what_it_holds_labels_its_unknown_entries():
+    from mappings.classifier import calendar_name
+
+    assert calendar_name("/home/ana/calendars/Kurse.ics") == "Kurse"
+    assert calendar_name("C:\\cal\\Uni_Vorlesungen.ics") == "Uni Vorlesungen"
+    assert calendar_name("x1y2@group.calendar.google.com") == ""
+    clf = default_classifier()
+    found = clf.classify(EventInfo("Xq-77 Müller", calendar_name="Kurse"))
+    assert (found.action, found.layer) == ("LEARN", "context")
+    assert clf.classify(EventInfo("Xq-77", calendar_name="Gym")).action == "EXERCISE"
+    # The title still comes first, and a calendar named for markers labels nothing.
+    assert clf.classify(EventInfo("Team standup", calendar_name="Kurse")).action == "ADMIN_WORK"
+    assert clf.classify(EventInfo("Xq-77", calendar_name="Holidays")).action == "UNCLASSIFIED"

@@ -585,7 +585,8 @@ def test_the_daemon_starts_without_its_broker_and_publishes_once_it_is_up(tmp_pa
             watcher = Watcher(port)
             wait_until(
                 lambda: (
-                    len(watcher.configs(PREFIX)) == 19
+                    # 19 entities and the daemon's question select
+                    len(watcher.configs(PREFIX)) == 20
                     and watcher.latest.get(f"{BASE}/answers/availability") == "online"
                 ),
                 proc,
@@ -650,3 +651,72 @@ def test_checkins_from_home_assistant_number_entities(demo, broker, watcher):
         rows = [(r.item, r.value, r.source) for r in s.execute(select(CheckIn)).scalars()]
     assert rows == [("energy", 5.0, "mqtt")]
     assert link.current().states[link.topics.state("checkin_energy")] == "5"
+
+
+def test_the_question_select_shows_the_best_title_and_its_choice_answers_the_group(
+    demo, broker, watcher
+):
+    from bridge.cycle.questions import calendar_questions
+    from bridge.out.mqtt.entities import UNANSWERED
+    from bridge.store.models import CalendarEvent, ClassifierCorrection
+
+    settings, store = demo
+    settings = with_mqtt(settings, port=broker.port)
+    with store.transaction() as session:
+        for day in (-7, 0, 7):  # a weekly title nothing knows, one retitled with its time
+            start = DEMO_NOW + timedelta(days=day, hours=-3)
+            session.add(
+                CalendarEvent(
+                    source="ics",
+                    calendar_id="/cal/me.ics",
+                    uid="ploof",
+                    recurrence_id=start.isoformat(),
+                    title="Ploof 18:00" if day == 7 else "Ploof",
+                    start_utc=start,
+                    end_utc=start + timedelta(minutes=600),
+                    content_hash=str(day),
+                    updated_at=DEMO_NOW,
+                )
+            )
+    link = MqttLink(settings, store, clock=lambda: DEMO_NOW).ask_with(
+        lambda now: [q.as_dict() for q in calendar_questions(store, settings, now, 1)]
+    )
+    link.start()
+    try:
+        watcher.wait_for(lambda latest: latest.get(f"{BASE}/answers/availability") == "online")
+        watcher.wait_for(lambda latest: f"{BASE}/question/attributes" in latest)
+        by_id = configs_by_id(watcher)
+        component, config = by_id["rhythm-bridge_question"]
+        assert component == "select" and config["command_topic"] == f"{BASE}/question/set"
+        problems = [p for t, p in watcher.configs(PREFIX).items() for p in ha_problems(t, p)]
+        assert problems == []
+        assert state_problems(config, component, dict(watcher.latest)) == []
+        attrs = json.loads(watcher.latest[f"{BASE}/question/attributes"])
+        assert (attrs["title"], attrs["occurrences"], attrs["minutes"]) == ("Ploof", 3, 1800)
+        assert watcher.latest[f"{BASE}/question/state"] == UNANSWERED
+
+        watcher.press(f"{BASE}/question/set", payload="Exercise")
+        watcher.wait_for(
+            lambda latest: (
+                json.loads(latest.get(f"{BASE}/question/attributes", "{}")).get("title")
+                not in ("Ploof", None)
+                or not json.loads(latest.get(f"{BASE}/question/attributes", "{}")).get("question")
+            )
+        )
+        with store.session() as session:
+            fixes = session.execute(select(ClassifierCorrection)).scalars().all()
+            labels = {
+                e.title: (e.action, e.action_layer)
+                for e in session.execute(
+                    select(CalendarEvent).where(CalendarEvent.uid == "ploof")
+                ).scalars()
+            }
+        assert [(f.title, f.action, f.channel) for f in fixes] == [("Ploof", "EXERCISE", "mqtt")]
+        assert labels == {
+            "Ploof": ("EXERCISE", "override"),
+            "Ploof 18:00": ("EXERCISE", "override"),
+        }
+        # A choice that is no label, or with nothing shown, answers nothing.
+        assert link.answer_question("Nap") is None
+    finally:
+        link.close()

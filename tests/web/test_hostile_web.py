@@ -36,6 +36,8 @@ POSTS = {
     "/api/events/1/label": [JSON],
     "/feedback": [FORM, MULTIPART],
     "/events/1/label": [FORM, MULTIPART],
+    "/api/questions": [JSON],
+    "/questions": [FORM, MULTIPART],
     "/login": [FORM, MULTIPART],  # only read when the page needs the access token
     "/logout": [FORM, MULTIPART],
 }

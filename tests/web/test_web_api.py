@@ -447,7 +447,7 @@ def test_every_api_route_is_documented_in_the_http_api_reference(demo, memory_ke
     page = (Path(__file__).parents[2] / "docs" / "reference" / "http-api.md").read_text()
     app = create_app(settings, store, host="127.0.0.1")
     api = [r for r in app.routes if getattr(r, "path", "").startswith("/api/")]
-    assert len(api) == 8
+    assert len(api) == 9
     for route in api:
         for method in sorted(route.methods - {"HEAD"}):
             assert f"`{method} {route.path}" in page, (
@@ -533,3 +533,62 @@ def test_a_meter_made_with_fitted_weights_says_so_on_the_page(demo, memory_keyri
         html = c.get("/").text
     assert 'data-testid="fitted-vitality"' in html
     assert 'data-testid="fitted-cognition"' not in html
+
+
+def test_questions_are_listed_and_answered_with_one_tap(demo, memory_keyring):
+    from datetime import timedelta
+
+    from bridge.store.models import CalendarEvent
+    from tests.conftest import DEMO_NOW
+
+    settings, store = demo
+    with store.transaction() as session:
+        for day in range(-14, 7, 7):  # a weekly event nothing knows, one retitled
+            start = DEMO_NOW + timedelta(days=day, hours=-2)
+            session.add(
+                CalendarEvent(
+                    source="ics",
+                    calendar_id="/cal/me.ics",
+                    uid="ploof",
+                    recurrence_id=start.isoformat(),
+                    title="Ploof 18:00" if day == 0 else "Ploof",
+                    start_utc=start,
+                    end_utc=start + timedelta(minutes=600),
+                    content_hash=str(day),
+                    updated_at=DEMO_NOW,
+                )
+            )
+    with client(settings, store) as c:
+        page = c.get("/").text
+        h = {"X-CSRF-Token": page_csrf(page)}
+        listed = c.get("/api/questions?n=1").json()["questions"]
+        bad_n = c.get("/api/questions?n=0")
+        form = c.post(
+            "/questions",
+            data={"csrf_token": h["X-CSRF-Token"], "title": "Ploof", "action": "EXERCISE"},
+        )
+        after = c.get("/api/questions?n=50").json()["questions"]
+        page_after = c.get("/").text
+        api = c.post("/api/questions", json={"title": "Ploof", "action": "SLEEP"}, headers=h)
+        no_csrf = c.post("/api/questions", json={"title": "Ploof", "action": "LEARN"})
+        bad = c.post("/api/questions", json={"title": "Ploof", "action": "NAP"}, headers=h)
+    assert 'id="questions"' in page and "Ploof" in page and 'value="EXERCISE"' in page
+    assert listed == [
+        {
+            "title": "Ploof",
+            "minutes": 1800,
+            "occurrences": 3,
+            "guess": listed[0]["guess"],
+            "confidence": listed[0]["confidence"],
+        }
+    ]
+    assert bad_n.status_code == 400
+    assert form.status_code == 303 and form.headers["location"] == "/?done=question#questions"
+    assert all(q["title"] != "Ploof" for q in after)  # never asked again
+    assert "Ploof" not in page_after.split('id="questions"')[-1].split("</section>")[0]
+    assert api.status_code == 200 and api.json() == {
+        "title": "Ploof",
+        "action": "SLEEP",
+        "relabelled": 3,
+    }
+    assert no_csrf.status_code == 403 and bad.status_code == 400

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from mappings.actions import ACTIONS, BELIEF_AXES, METERS
+from mappings.actions import ACTIONS, BELIEF_AXES, METERS, NOT_AN_ACTION, action_name
 from mappings.checkins import ASKED, BY_NAME, SCALE
 
 ONLINE, OFFLINE = "online", "offline"
@@ -25,6 +25,11 @@ NONE = "None"  # Home Assistant's payload for "unknown"
 # one of the enum's options, so Home Assistant shows it (and automations can match it).
 NO_WINDOW = "NO_WINDOW"
 TOP_INPUTS = 3
+# The question select (issue 42): the best title to label now, answered by choosing an
+# option; its state reads "not answered" until the person chooses.
+QUESTION = "question"
+UNANSWERED = "Not answered yet"
+QUESTION_CHOICES = {action_name(a): a for a in (*ACTIONS, NOT_AN_ACTION)}
 ICONS = {
     "vitality": "mdi:heart-pulse",
     "cognition": "mdi:brain",
@@ -68,6 +73,11 @@ class Topics:
     def checkin(self, item: str) -> str:
         """Where Home Assistant's number entity sends a check-in answer (1-5)."""
         return f"{self.base}/checkin/{item}"
+
+    @property
+    def question_set(self) -> str:
+        """Where Home Assistant's select sends the chosen label for the question's title."""
+        return f"{self.base}/{QUESTION}/set"
 
     def config(self, component: str, object_id: str) -> str:
         return f"{self.discovery_prefix}/{component}/{self.node}/{object_id}/config"
@@ -252,6 +262,28 @@ def checkin_states(said: dict[str, float]) -> dict[str, tuple[str, dict[str, Any
     }
 
 
+def question_config(topics: Topics) -> dict[str, Any]:
+    """A select: the calendar title whose answer would label the most time (in its
+    attributes), answered by choosing what it is; pressable only while the daemon listens."""
+    select = _sensor(topics, QUESTION, "Calendar question", icon="mdi:help-circle-outline")
+    select["availability"].append(
+        {"topic": topics.listening, "payload_available": ONLINE, "payload_not_available": OFFLINE}
+    )
+    select["availability_mode"] = "all"
+    return {
+        **select,
+        "command_topic": topics.question_set,
+        "options": [UNANSWERED, *QUESTION_CHOICES],
+        "qos": 1,
+    }
+
+
+def question_state(question: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """The select's state and attributes: the question (title, minutes, occurrences, guess,
+    confidence) or none left."""
+    return UNANSWERED, {"question": question is not None, **(question or {})}
+
+
 def _top_inputs(provenance: dict[str, Any]) -> list[dict[str, Any]]:
     """The inputs that moved the value most, by the size of their effect."""
     inputs = [i for i in provenance.get("inputs", []) if isinstance(i, dict)]
@@ -363,10 +395,12 @@ def messages(
     status: dict[str, Any],
     no_window: dict[str, Any] | None = None,
     *,
+    ask: bool = False,
+    question: dict[str, Any] | None = None,
     said: dict[str, float] | None = None,
 ) -> Messages:
-    """All retained messages for the current state (configs first, so entities exist).
-
+    """All retained messages for the current state (configs first, so entities exist);
+    with `ask`, the question select too (the daemon's link, which listens for the answer).
     `said`: the check-in answers of the current slot, item -> value."""
     sources = source_states(status["sources"], status.get("warnings", []))
     found = {
@@ -376,8 +410,12 @@ def messages(
         **checkin_states(said or {}),
     }
     enabled = [s["source"] for s in status["sources"] if s["enabled"]]
+    entities = configs(topics, enabled)
+    if ask:
+        entities[QUESTION] = ("select", question_config(topics))
+        found[QUESTION] = question_state(question)
     out = Messages()
-    for object_id, (component, config) in configs(topics, enabled).items():
+    for object_id, (component, config) in entities.items():
         out.configs[topics.config(component, object_id)] = json.dumps(config, sort_keys=True)
         if object_id in found:
             state, attrs = found[object_id]

@@ -27,7 +27,15 @@ from typing import Any
 
 from bridge.config import MqttSettings, Settings
 from bridge.errors import BridgeError, ConfigError
-from bridge.out.mqtt.entities import ANSWERS, OFFLINE, ONLINE, Messages, Topics, messages
+from bridge.out.mqtt.entities import (
+    ANSWERS,
+    OFFLINE,
+    ONLINE,
+    UNANSWERED,
+    Messages,
+    Topics,
+    messages,
+)
 from bridge.store import Store
 from mappings.checkins import ASKED
 
@@ -42,6 +50,8 @@ RECONNECT_MIN_SECONDS, RECONNECT_MAX_SECONDS = 1, 120
 
 # (recommendation id, accept|ignore|reschedule, now, channel) -> (feedback, created, proposal)
 AnswerFn = Callable[[int, str, datetime, str], tuple[Any, bool, Any]]
+# now -> the calendar's questions, best first ({"title", "minutes", ...} each)
+QuestionsFn = Callable[[datetime], list[dict[str, Any]]]
 
 
 class MqttError(BridgeError):
@@ -138,6 +148,8 @@ class MqttLink:
         # The daemon passes the cycle's `answer` (a Reschedule also proposes the next free
         # window, as on the page); without it the answer alone is recorded.
         self._answer = answer
+        self._questions: QuestionsFn | None = None  # see ask_with
+        self._asked: str | None = None  # the title the select shows now
         self.broker = broker or Broker.from_settings(settings.mqtt)
         self.topics = topics or topics_of(settings)
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -166,6 +178,12 @@ class MqttLink:
         self.client.on_message = self._on_message
 
     # ---- connecting -------------------------------------------------------------------
+
+    def ask_with(self, questions: QuestionsFn) -> MqttLink:
+        """Publish the question select too: the daemon passes the calendar's question list
+        (bridge.cycle.questions); the select shows the best one and its choice answers it."""
+        self._questions = questions
+        return self
 
     def start(self) -> MqttLink:
         """Connect in the background; retried with backoff until the broker answers."""
@@ -239,7 +257,13 @@ class MqttLink:
         rec = current_recommendation(self.store, self.settings, now)
         gap = None if rec else no_window_document(self.store, self.settings, now)
         status = collect_status(self.settings, self.store, now)
-        return messages(self.topics, slot, rec, status, gap, said=self._said(cur))
+        said = self._said(cur)
+        if self._questions is None:
+            return messages(self.topics, slot, rec, status, gap, said=said)
+        found = self._questions(now)
+        question = found[0] if found else None
+        self._asked = question["title"] if question else None
+        return messages(self.topics, slot, rec, status, gap, ask=True, question=question, said=said)
 
     def _said(self, cur: Any) -> dict[str, float]:
         from sqlmodel import col, select
@@ -345,6 +369,23 @@ class MqttLink:
         self.publish()
         return True
 
+    def answer_question(self, choice: str) -> dict[str, Any] | None:
+        """The select's choice: label the shown title's whole group, then show the next."""
+        from bridge.learning.corrections import add_correction, relabel_answered
+        from bridge.out.mqtt.entities import QUESTION_CHOICES
+
+        action = QUESTION_CHOICES.get(choice)
+        if action is None or self._asked is None:
+            if choice != UNANSWERED:
+                log.warning("mqtt: question: %r is not an answer to a shown question", choice[:40])
+            return None
+        fix = add_correction(self.store, self._asked, action, channel=CHANNEL)
+        relabelled = relabel_answered(self.store, fix)
+        log.info("mqtt: %r answered %s (%d events relabelled)", self._asked, action, relabelled)
+        done = {"title": self._asked, "action": action, "relabelled": relabelled}
+        self.publish()
+        return done
+
     # ---- paho callbacks (its network thread) -----------------------------------------
 
     def _on_connect(self, client: Any, _userdata: Any, _flags: Any, reason: Any, _props: Any):
@@ -360,6 +401,8 @@ class MqttLink:
             client.subscribe([(self.topics.ha_status, 1)])
             client.subscribe([(self.topics.answer(kind), 1) for kind in ANSWERS])
             client.subscribe([(self.topics.checkin(item), 1) for item in ASKED])
+            if self._questions is not None:
+                client.subscribe([(self.topics.question_set, 1)])
         if self.announce:
             client.publish(self.topics.availability, ONLINE, qos=1, retain=True)
             client.publish(self.topics.listening, ONLINE if self.listen else OFFLINE, 1, True)
@@ -394,6 +437,12 @@ class MqttLink:
             if msg.topic == self.topics.ha_status:
                 if msg.payload == ONLINE.encode():  # Home Assistant (re)started
                     self.publish()
+                return
+            if msg.topic == self.topics.question_set and self._questions is not None:
+                if msg.retain:
+                    log.warning("mqtt: ignored a retained message on %s", msg.topic)
+                    return
+                self.answer_question(msg.payload.decode("utf-8", "replace").strip())
                 return
             kind = msg.topic.rsplit("/", 1)[-1]
             if kind in ASKED and msg.topic == self.topics.checkin(kind) and not msg.retain:

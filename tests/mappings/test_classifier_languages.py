@@ -1,0 +1,172 @@
+"""Keyword coverage of the languages added in issue 42, with accents, case and inflection
+folded. Titles written here from each language's calendar habits, not from any data set."""
+
+import pytest
+
+from mappings.classifier import KeywordClassifier, RulesError, load_rules, normalize
+
+
+@pytest.fixture(scope="module")
+def clf():
+    return KeywordClassifier()
+
+
+CASES = {
+    "pl": [
+        ("Basen", "EXERCISE"),
+        ("Treningi", "EXERCISE"),
+        ("TRENING 18:00", "EXERCISE"),
+        ("Trening odwołany", "NOT_AN_ACTION"),
+        ("Wizyta u lekarza", "ADMIN_WORK"),
+        ("Paczkomat", "ADMIN_WORK"),
+        ("Zebranie w przedszkolu", "FAMILY_TIME"),
+        ("Urodziny Kasi", "NOT_AN_ACTION"),
+        ("Wykład z analizy", "LEARN"),
+        ("Msza święta", "MEDITATE"),
+        ("Łyżwy z Olą", "EXERCISE"),
+        ("Spotkanie ze znajomymi", "SOCIALIZE"),
+        ("Sztuczna inteligencja (L)", "LEARN"),
+        ("Analiza matematyczna (W) - dr Nowak, sala 12", "LEARN"),
+        ("Język angielski (Lek)", "LEARN"),
+    ],
+    "cs": [
+        ("Přednáška – statistika", "LEARN"),
+        ("Zubař", "ADMIN_WORK"),
+        ("Trénink fotbalu", "EXERCISE"),
+        ("Dovolená", "NOT_AN_ACTION"),
+        ("Schůzka týmu", "ADMIN_WORK"),
+        ("Oslava u Petra", "SOCIALIZE"),
+        ("Lineární algebra (cv)", "LEARN"),
+    ],
+    "sv": [
+        ("Träning", "EXERCISE"),
+        ("Möte med chefen", "ADMIN_WORK"),
+        ("Föreläsning i kemi", "LEARN"),
+        ("Tandläkare", "ADMIN_WORK"),
+        ("Föräldramöte", "FAMILY_TIME"),
+        ("Midsommarafton", "NOT_AN_ACTION"),
+    ],
+    "da": [
+        ("Fodboldtræning", "EXERCISE"),
+        ("Møde om budget", "ADMIN_WORK"),
+        ("Fødselsdag", "NOT_AN_ACTION"),
+        ("Fødselsdagsfest hos Mads", "SOCIALIZE"),
+        ("Forelæsning", "LEARN"),
+    ],
+    "nb": [
+        ("Løpetur", "EXERCISE"),
+        ("Tannlege", "ADMIN_WORK"),
+        ("Barnehagen foreldremøte", "FAMILY_TIME"),
+        ("Avlyst: trening", "NOT_AN_ACTION"),
+    ],
+    "fi": [
+        ("Kokouksessa", "ADMIN_WORK"),
+        ("Palaveri", "ADMIN_WORK"),
+        ("Kuntosalilla", "EXERCISE"),
+        ("Luento: algebra", "LEARN"),
+        ("Lääkäriin", "ADMIN_WORK"),
+        ("Hiihtoloma", "NOT_AN_ACTION"),
+        ("Hiihtoa", "EXERCISE"),
+    ],
+    "tr": [
+        ("Toplantı", "ADMIN_WORK"),
+        ("TOPLANTISI", "ADMIN_WORK"),
+        ("Yüzme", "EXERCISE"),
+        ("Doğum günü", "NOT_AN_ACTION"),
+        ("İngilizce dersi", "LEARN"),
+        ("Diş hekimi randevusu", "ADMIN_WORK"),
+    ],
+    "ja": [
+        ("定例会議", "ADMIN_WORK"),
+        ("チームミーティング", "ADMIN_WORK"),
+        ("ジムに行く", "EXERCISE"),
+        ("映画を見る", "BINGE_WATCH"),
+        ("統計学の講義", "LEARN"),
+        ("歯医者", "ADMIN_WORK"),
+        ("忘年会", "SOCIALIZE"),
+        ("誕生日", "NOT_AN_ACTION"),
+        ("会議（中止）", "NOT_AN_ACTION"),
+        ("週次MTG", "ADMIN_WORK"),  # Latin letters inside a Japanese title are a word
+        ("Netflix鑑賞", "BINGE_WATCH"),
+    ],
+    "pt-BR": [
+        ("Musculação", "EXERCISE"),
+        ("Treino de perna", "EXERCISE"),
+        ("Aula de inglês", "LEARN"),
+        ("Reunião de pais", "FAMILY_TIME"),
+        ("Reunião de equipe", "ADMIN_WORK"),
+        ("Churrasco na casa do Zé", "SOCIALIZE"),
+        ("Consulta médica", "ADMIN_WORK"),
+        ("Aula cancelada", "NOT_AN_ACTION"),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("lang", "title", "action"),
+    [(lang, t, a) for lang, cases in CASES.items() for t, a in cases],
+)
+def test_language_titles(clf, lang, title, action):
+    result = clf.classify(title)
+    assert result.action == action, (lang, result)
+
+
+def test_letters_without_a_decomposition_are_folded():
+    assert normalize("Łyżwy Møde Işık") == "lyzwy mode isik"
+
+
+def test_a_stem_does_not_swallow_words_of_other_languages(clf):
+    # English words that start like a stem keep their own answer (or none).
+    assert clf.classify("Ready for launch").action != "LEARN"
+    assert clf.classify("Tentative: call with Bob").action == "ADMIN_WORK"
+    # Words of one new language that are other words in the six older ones stay out.
+    assert clf.classify("Uni Bonn").action != "SLEEP"  # Finnish "uni", sleep
+    assert clf.classify("Lezen").action != "EXERCISE"  # Czech "lezení", climbing
+    assert clf.classify("Yoga lento").action == "EXERCISE"  # Finnish "lento", flight
+    assert clf.classify("Evento speciale").action != "DEEP_WORK"  # Danish thesis
+    assert clf.classify("Palestra").action == "EXERCISE"  # Italian gym, not a BR talk
+    assert clf.classify("Graduation ceremony").action != "DEEP_WORK"  # Finnish "gradu"
+    assert clf.classify("Lunch with Aileen").action == "SOCIALIZE"  # Turkish "aile", family
+
+
+def test_a_stem_is_one_word_of_a_few_letters(tmp_path):
+    bad = tmp_path / "rules.toml"
+    bad.write_text('[[rule]]\naction = "EXERCISE"\nkeywords = ["ab*"]\n', encoding="utf-8")
+    with pytest.raises(RulesError, match="stem"):
+        load_rules(bad)
+    good = tmp_path / "ok.toml"
+    good.write_text('[[rule]]\naction = "EXERCISE"\nkeywords = ["plywa*"]\n', encoding="utf-8")
+    _, rules = load_rules(good)
+    assert rules[0].stems == frozenset({"plywa"})
+    assert KeywordClassifier(good).classify("Pływanie").action == "EXERCISE"
+
+
+# Timetable lines that are mostly codes, times, rooms and names (issue 42, item 2).
+@pytest.mark.parametrize(
+    ("title", "subject"),
+    [
+        ("C1 9h-12h30 Algèbre linéaire Salle 12 M. Dupont", "algebre lineaire"),
+        ("B5 8h45-11h45 Projet tutoré", "projet tutore"),
+        ("08:15–09:45 Statistik Raum E07", "statistik"),
+        ("9am-10am standup", "standup"),
+    ],
+)
+def test_codes_times_and_rooms_are_stripped(title, subject):
+    from mappings.classifier import strip_codes
+
+    assert strip_codes(normalize(title)) == subject
+
+
+def test_a_timetable_line_is_a_class_unless_its_words_say_otherwise(clf):
+    assert clf.classify("C1 9h-12h30 Zzyx Qwv").action == "LEARN"
+    assert clf.classify("B5 8h45-11h45 Réunion pédagogique").action == "ADMIN_WORK"
+    # A time alone is not a timetable: the title keeps its own reading.
+    assert clf.classify("Gym 7:30").action == "EXERCISE"
+    assert clf.classify("Zzyx 9:00-10:00").action == "UNCLASSIFIED"
+
+
+def test_the_model_reads_a_timetable_line_without_its_codes():
+    from mappings.classifier import model_text
+
+    assert model_text("B5 8h45-11h45 Projet tutoré") == "projet tutore"
+    assert model_text("Magnesium x 2") == "Magnesium x 2"  # no time range: as written

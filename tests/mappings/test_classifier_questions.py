@@ -1,0 +1,63 @@
+"""The question list, pure: grouping near-duplicates, ranking by minutes, never asking an
+answered group again."""
+
+from mappings.classifier_overrides import Correction, Overrides, group_key
+from mappings.classifier_questions import Occurrence, questions
+
+
+def test_near_duplicates_share_a_group_but_another_word_does_not():
+    assert group_key("Trening") == group_key("Trening 18:00") == group_key("trening!")
+    assert group_key("TRENING 18h-19h30") == "trening"
+    assert group_key("Trening odwołany") != group_key("Trening")
+    assert group_key("Sprint 12 review") == group_key("Sprint 13 review")
+    assert group_key("Basen") != group_key("Trening")
+
+
+def _occ(title, minutes=60.0, action="UNCLASSIFIED", confidence=0.0, layer="none"):
+    return Occurrence(title, minutes, action, confidence, layer)
+
+
+def test_the_groups_with_most_unlabelled_minutes_come_first():
+    events = [
+        *[_occ("Ploof") for _ in range(4)],
+        _occ("Ploof 18:00", 90),
+        _occ("ploof"),
+        _occ("Ploof odwołany", 60, "NOT_AN_ACTION", 0.9, "rules"),  # known: not asked
+        *[_occ("Zorblax", 120, "LEARN", 0.5, "context") for _ in range(2)],  # unsure: asked
+        *[_occ("Gym", 600, "EXERCISE", 0.9, "rules") for _ in range(3)],  # sure: not asked
+        _occ("Qux", 30),
+    ]
+    got = [q.as_dict() for q in questions(events, 5)]
+    assert got == [
+        {
+            "title": "Ploof",
+            "minutes": 390,
+            "occurrences": 6,
+            "guess": "UNCLASSIFIED",
+            "confidence": 0.0,
+        },
+        {"title": "Zorblax", "minutes": 240, "occurrences": 2, "guess": "LEARN", "confidence": 0.5},
+        {
+            "title": "Qux",
+            "minutes": 30,
+            "occurrences": 1,
+            "guess": "UNCLASSIFIED",
+            "confidence": 0.0,
+        },
+    ]
+    assert [q.title for q in questions(events, 1)] == ["Ploof"]
+
+
+def test_an_answered_group_is_never_asked_again():
+    events = [_occ("Ploof"), _occ("Ploof 18:00"), _occ("Zorblax", 30)]
+    assert [q.title for q in questions(events, answered={group_key("PLOOF")})] == ["Zorblax"]
+    # An occurrence labelled by the person's answer closes its group too.
+    events.append(_occ("ploof", 60, "EXERCISE", 1.0, "override"))
+    assert [q.title for q in questions(events)] == ["Zorblax"]
+
+
+def test_an_answer_covers_the_whole_group_and_nothing_else():
+    over = Overrides([Correction("ploof", "EXERCISE", "Ploof")])
+    assert over.match("Ploof 18:00").action == "EXERCISE"
+    assert over.match("PLOOF!").action == "EXERCISE"
+    assert over.match("Ploof odwołany") is None
