@@ -39,7 +39,12 @@ the fact, per source:
                     stored as [date, date + bucket), so a bucket re-sent larger already
                     has the same natural key. A day total whose end moved would use
                     "day:<metric>:<local date>"
-    fit, garmin_export  files of final samples: no key
+    garmin_export   "sleep:<calendarDate>" a night's in-bed span and packed stages (a
+                                           newer export may re-score it); the rest: no key
+    fitbit          "sleep:<dateOfSleep>", "score:<dateOfSleep>" a night and its score
+    whoop (export)  "export-sleep:<wake date>:<origin>", "export-cycle:<start>",
+                    "export-workout:<start>" (the export has no ids)
+    fit             files of final samples: no key
 
 A source must yield every record of a revision key in the same pull or file (the writer
 deletes what the key's new version no longer has).

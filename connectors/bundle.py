@@ -10,6 +10,7 @@ adds nothing and a changed file makes it new.
 from __future__ import annotations
 
 import codecs
+import csv
 import hashlib
 import io
 import zipfile
@@ -100,6 +101,33 @@ class Bundle(AbstractContextManager["Bundle"]):
             raise InputError(f"{self.where(name)}: damaged: {err}") from None
         if pending:
             yield pending.removesuffix("\r")
+
+
+def csv_rows(
+    bundle: Bundle, name: str, needed: tuple[str, ...], hint: str
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line number, row by lower-case column name) of a CSV member, blank rows left out.
+
+    A header without one of `needed` is an InputError naming the file and the column,
+    then `hint` (what the file should be); an empty member has no rows.
+    """
+    reader = csv.reader(bundle.lines(name))
+    header = next(reader, None)
+    if header is None:
+        return
+    columns = [c.strip().lower() for c in header]
+    missing = [c for c in needed if c not in columns]
+    if missing:
+        raise InputError(f"{bundle.where(name)}: no {missing[0]!r} column; {hint}")
+    try:
+        for line, row in enumerate(reader, start=2):
+            if any(cell.strip() for cell in row):
+                yield (
+                    line,
+                    {c: row[i].strip() if i < len(row) else "" for i, c in enumerate(columns)},
+                )
+    except csv.Error as err:
+        raise InputError(f"{bundle.where(name)}: malformed CSV ({err})") from None
 
 
 def folder_sha256(path: Path, wanted: Callable[[str], bool]) -> tuple[str, int]:

@@ -39,7 +39,6 @@ replaces the earlier rows of that night (connectors/base.py).
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -49,7 +48,7 @@ from typing import Any
 
 from bridge.errors import InputError
 from connectors.base import ReadContext, ReadingRecord, Skipped
-from connectors.bundle import Bundle
+from connectors.bundle import Bundle, csv_rows
 
 KIND = "fitbit"
 SOURCE = "fitbit"
@@ -165,23 +164,8 @@ def _json(bundle: Bundle, name: str) -> list[Any]:
 
 
 def _rows(bundle: Bundle, name: str, needed: tuple[str, ...]) -> Iterator[dict[str, str]]:
-    """The rows of a CSV member, by lower-case column name; InputError names a missing one."""
-    reader = csv.reader(bundle.lines(name))
-    header = next(reader, None)
-    if header is None:
-        return  # an empty file: the export had nothing of this kind
-    columns = [c.strip().lower() for c in header]
-    missing = [c for c in needed if c not in columns]
-    if missing:
-        raise InputError(
-            f"{bundle.where(name)}: no {missing[0]!r} column; is this Fitbit's own file?"
-        )
-    try:
-        for row in reader:
-            if row:
-                yield dict(zip(columns, row, strict=False))
-    except csv.Error as err:
-        raise InputError(f"{bundle.where(name)}: malformed CSV ({err})") from None
+    for _, row in csv_rows(bundle, name, needed, "is this Fitbit's own file?"):
+        yield row
 
 
 def _each(

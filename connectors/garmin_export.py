@@ -30,6 +30,7 @@ from bridge.errors import InputError
 from connectors import fit
 from connectors.archive import open_zip, read_member
 from connectors.base import ReadContext, ReadingRecord, Skipped
+from connectors.live import packed_sleep
 
 KIND = "garmin-export"
 SOURCE = "garmin_export"
@@ -222,10 +223,18 @@ def _sleep(entry: dict[str, Any], ctx: ReadContext) -> Iterator[ReadingRecord]:
         zone = timezone(timedelta(minutes=round((local_start - start).total_seconds() / 60)))
     start, end = start.astimezone(zone), end.astimezone(zone)
     origin = ORIGIN["sleep"]
-    for key, label in STAGES.items():
-        seconds = _num(entry.get(f"{key}SleepSeconds"))
-        if seconds:
-            yield ReadingRecord("sleep", start, end, seconds / 60, "min", label, origin)
+    # Totals only: laid back to back from sleep start, as the Personal API's nights are.
+    # (Each stage spanning the whole night made every stage's union the whole night, so
+    # deep and REM shares were a third each whatever the watch measured.)
+    minutes = {
+        label: (_num(entry.get(f"{key}SleepSeconds")) or 0.0) / 60 for key, label in STAGES.items()
+    }
+    in_bed = (end - start).total_seconds() / 60
+    records = packed_sleep(start, end, in_bed, minutes, origin)
+    night = str(entry.get("calendarDate") or end.date())
+    for rec in records:
+        rec.revision = f"sleep:{night}"
+    yield from records
     breaths = _num(entry.get("averageRespiration") or entry.get("averageRespirationValue"))
     if breaths and breaths > 0:
         yield ReadingRecord("respiratory_rate", start, end, breaths, "breaths/min", "sleep", origin)

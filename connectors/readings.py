@@ -18,14 +18,13 @@ counted and skipped; a file without the needed columns is refused.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from datetime import date, datetime, tzinfo
 from pathlib import Path
 
 from bridge.errors import InputError
 from connectors.base import ReadContext, ReadingRecord, Skipped
-from connectors.bundle import Bundle
+from connectors.bundle import Bundle, csv_rows
 
 KIND = "readings"
 SOURCE = "readings"
@@ -73,34 +72,21 @@ def read(path: Path, ctx: ReadContext) -> Iterator[ReadingRecord | Skipped]:
 
 
 def _file(src: Bundle, name: str, ctx: ReadContext) -> Iterator[ReadingRecord | Skipped]:
-    reader = csv.reader(src.lines(name))
-    header = next(reader, None)
     where = src.where(name)
-    if header is None:
+    hint = f"the first line names the columns {', '.join(COLUMNS)} (docs/reference/readings-csv.md)"
+    empty = True
+    for line, fields in csv_rows(src, name, REQUIRED, hint):
+        empty = False
+        metric = fields["metric"]
+        if metric not in UNITS:
+            yield Skipped("unknown metric", f"{where}:{line}: metric {metric!r}")
+            continue
+        try:
+            yield _record(fields, metric, ctx.tz)
+        except ValueError as err:
+            yield Skipped(f"readings {metric}", f"{where}:{line}: {err}")
+    if empty and not any(line.strip() for line in src.lines(name)):
         raise InputError(f"{where}: empty; the first line names the columns {', '.join(COLUMNS)}")
-    columns = [c.strip().lower() for c in header]
-    missing = [c for c in REQUIRED if c not in columns]
-    if missing:
-        raise InputError(
-            f"{where}: no {missing[0]!r} column; the first line names the columns "
-            f"{', '.join(COLUMNS)} (docs/reference/readings-csv.md)"
-        )
-    at = {c: columns.index(c) for c in COLUMNS if c in columns}
-    try:
-        for line, row in enumerate(reader, start=2):
-            if not any(cell.strip() for cell in row):
-                continue
-            fields = {c: row[i].strip() if i < len(row) else "" for c, i in at.items()}
-            metric = fields["metric"]
-            if metric not in UNITS:
-                yield Skipped("unknown metric", f"{where}:{line}: metric {metric!r}")
-                continue
-            try:
-                yield _record(fields, metric, ctx.tz)
-            except ValueError as err:
-                yield Skipped(f"readings {metric}", f"{where}:{line}: {err}")
-    except csv.Error as err:
-        raise InputError(f"{where}: malformed CSV ({err})") from None
 
 
 def _when(text: str, tz: tzinfo) -> datetime:

@@ -25,7 +25,6 @@ A night, a cycle and a workout are each one fact (`export-sleep:...`, `export-cy
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
@@ -33,7 +32,7 @@ from pathlib import Path
 
 from bridge.errors import InputError
 from connectors.base import ReadContext, ReadingRecord, Skipped
-from connectors.bundle import Bundle
+from connectors.bundle import Bundle, csv_rows
 from connectors.live import packed_sleep
 
 KIND = "whoop-export"
@@ -85,28 +84,12 @@ Reader = Callable[[dict[str, str], tzinfo], list[ReadingRecord]]
 def _rows(
     bundle: Bundle, name: str, needed: tuple[str, ...], convert: Reader, ctx: ReadContext
 ) -> Iterator[ReadingRecord | Skipped]:
-    reader = csv.reader(bundle.lines(name))
-    header = next(reader, None)
-    if header is None:
-        return
-    columns = [c.strip().lower() for c in header]
-    missing = [c for c in needed if c not in columns]
-    if missing:
-        raise InputError(
-            f"{bundle.where(name)}: no {missing[0]!r} column; is this WHOOP's own export?"
-        )
     what = name.rsplit("/", 1)[-1].removesuffix(".csv").replace("_", " ")
-    try:
-        for line, row in enumerate(reader, start=2):
-            if not any(cell.strip() for cell in row):
-                continue
-            fields = {c: row[i].strip() for i, c in enumerate(columns) if i < len(row)}
-            try:
-                yield from convert(fields, ctx.tz)
-            except _MALFORMED as err:
-                yield Skipped(f"whoop {what}", f"{bundle.where(name)}:{line}: {err}")
-    except csv.Error as err:
-        raise InputError(f"{bundle.where(name)}: malformed CSV ({err})") from None
+    for line, fields in csv_rows(bundle, name, needed, "is this WHOOP's own export?"):
+        try:
+            yield from convert(fields, ctx.tz)
+        except _MALFORMED as err:
+            yield Skipped(f"whoop {what}", f"{bundle.where(name)}:{line}: {err}")
 
 
 def zone(text: str, fallback: tzinfo) -> tzinfo:

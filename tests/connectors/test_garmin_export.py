@@ -108,7 +108,7 @@ def test_daily_summaries_sleep_and_health_status(ctx, tmp_path):
         "steps": 2,
         "stress": 3,
         "body_battery": 2,
-        "sleep": 5,
+        "sleep": 7,  # two in-bed spans, four stages and one (the New York night)
         "respiratory_rate": 2,
         "hrv_rmssd": 1,
     }
@@ -118,10 +118,13 @@ def test_daily_summaries_sleep_and_health_status(ctx, tmp_path):
     stress = {r.label: r.value for r in records if r.metric == "stress"}
     assert stress == {"": 31, "awake": 38, "asleep": 14}  # the -1 "no data" day is dropped
     nights = [r for r in records if r.metric == "sleep"]
-    sleep = {r.label: r.value for r in nights[:4]}
+    sleep = {r.label: r.value for r in nights[1:5]}
     assert sleep == {"deep": 90, "core": 260, "rem": 80, "awake": 26}  # light -> core
+    # Laid back to back from sleep start: each stage spans its own minutes.
+    assert {r.label: (r.end - r.start).total_seconds() / 60 for r in nights[1:5]} == sleep
+    assert nights[0].label == "in_bed" and nights[0].value == 456
     assert nights[0].start.isoformat() == "2026-11-17T23:14:00+01:00"
-    assert nights[4].start.isoformat() == "2026-11-20T23:00:00-05:00"
+    assert nights[5].start.isoformat() == "2026-11-20T23:00:00-05:00"
     hrv = next(r for r in records if r.metric == "hrv_rmssd")
     assert hrv.value == 48 and hrv.label == "night"
 
@@ -129,7 +132,7 @@ def test_daily_summaries_sleep_and_health_status(ctx, tmp_path):
 def test_missing_files_are_tolerated(ctx, tmp_path):
     path = _export(tmp_path, {"DI-Connect-Wellness/1_sleepData.json": json.dumps(SLEEP)})
     assert Counter(r.metric for r in garmin_export.read(path, ctx)) == {
-        "sleep": 5,
+        "sleep": 7,
         "respiratory_rate": 1,
     }
 
@@ -137,9 +140,9 @@ def test_missing_files_are_tolerated(ctx, tmp_path):
 def test_import_then_reimport(store, ctx, tmp_path):
     path = _full(tmp_path)
     first = import_file(store, "garmin-export", path, ctx)
-    assert first.new == first.records == store.count(Reading) == 17
+    assert first.new == first.records == store.count(Reading) == 19
     again = import_file(store, "garmin-export", path, ctx, force=True)
-    assert again.new == 0 and store.count(Reading) == 17
+    assert again.new == 0 and store.count(Reading) == 19
 
 
 @pytest.mark.parametrize(

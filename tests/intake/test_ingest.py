@@ -56,7 +56,7 @@ def test_a_failed_import_commits_nothing(store, ctx, tmp_path):
 
 def test_unknown_kind_and_missing_file(store, ctx, tmp_path):
     with pytest.raises(InputError, match="unknown import kind"):
-        import_file(store, "fitbit", tmp_path, ctx)
+        import_file(store, "polar", tmp_path, ctx)
     with pytest.raises(InputError, match="no such file"):
         import_file(store, "ics", tmp_path / "nope.ics", ctx)
 

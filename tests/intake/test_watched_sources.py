@@ -14,7 +14,7 @@ from tests.conftest import SAMPLE
 from tests.connectors.test_garmin_export import SLEEP
 from tests.shared import shared_path
 
-NIGHT = SLEEP[0]  # deep, light, rem, awake and respiration: 5 readings
+NIGHT = SLEEP[0]  # in bed, deep, light, rem, awake and respiration: 6 readings
 
 
 def _with(settings, name, **values):
@@ -39,7 +39,7 @@ def test_garmin_export_dir_imports_new_and_changed_files_only(
     shutil.copy(shared_path("garmin", "fit", "MonitoringFile.fit"), folder / "monitor.fit")
     settings = _with(settings, "garmin", export_dir=str(folder))
     first = run_source(store, settings, "garmin", ctx)
-    assert first.status == "ok" and first.new == first.records == store.count(Reading) == 84
+    assert first.status == "ok" and first.new == first.records == store.count(Reading) == 85
     assert store.count(ImportedFile) == 2
 
     # Unchanged files are recognised without reading them again.
@@ -60,7 +60,7 @@ def test_garmin_export_dir_imports_new_and_changed_files_only(
     }
     _garmin_zip(folder / "export.zip", [NIGHT, next_night])
     changed = run_source(store, settings, "garmin", ctx)
-    assert changed.status == "ok" and changed.new == 5 and store.count(Reading) == 89
+    assert changed.status == "ok" and changed.new == 6 and store.count(Reading) == 91
 
 
 def test_a_bad_file_in_a_watched_folder_does_not_block_the_others(store, settings, ctx, tmp_path):
