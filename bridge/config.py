@@ -17,9 +17,17 @@ from datetime import time, tzinfo
 from functools import cached_property
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+)
 
 from bridge.errors import ConfigError
 
@@ -266,20 +274,23 @@ class MqttSettings(_Section):
         return _check_topic(value)
 
 
+def _known_zone(value: str) -> str:
+    if value:
+        _zone(value)
+    return value
+
+
+# An IANA zone name, or "" for the machine's zone.
+Zone = Annotated[str, AfterValidator(_known_zone)]
+
+
 class PersonSettings(_Section):
     """What differs for one person of a household: their sources, time zone and
     notifications. Everything else (database, schedule, web, ...) is the installation's."""
 
-    timezone: str = ""
+    timezone: Zone = ""
     sources: Sources | None = None
     notify: NotifySettings | None = None
-
-    @field_validator("timezone")
-    @classmethod
-    def _check_tz(cls, value: str) -> str:
-        if value:
-            _zone(value)
-        return value
 
 
 class Settings(_Section):
@@ -287,7 +298,7 @@ class Settings(_Section):
 
     model_config = ConfigDict(extra="forbid", ignored_types=(cached_property,))
 
-    timezone: str = ""
+    timezone: Zone = ""
     data_dir: str = ""
     slots: SlotSettings = SlotSettings()
     database: DatabaseSettings = DatabaseSettings()
@@ -309,13 +320,6 @@ class Settings(_Section):
 
     # Whom this view of the settings serves (`for_person`); not a config key.
     _person: str = PrivateAttr(DEFAULT_PERSON)
-
-    @field_validator("timezone")
-    @classmethod
-    def _check_tz(cls, value: str) -> str:
-        if value:
-            _zone(value)
-        return value
 
     @field_validator("people")
     @classmethod
