@@ -132,6 +132,8 @@ class EventRecord:
     event_type: str = "default"
     attendee_count: int = 0
     self_response: str = ""
+    location: str = ""
+    organized_by_me: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def row(self, source: str, updated_at: datetime) -> dict[str, Any]:
@@ -151,6 +153,8 @@ class EventRecord:
             "event_type": self.event_type,
             "attendee_count": self.attendee_count,
             "self_response": self.self_response,
+            "location": self.location,
+            "organized_by_me": self.organized_by_me,
             "updated_at": updated_at,
         }
         row["content_hash"] = event_hash(row)
@@ -169,11 +173,15 @@ HASHED_FIELDS = (
     "attendee_count",
     "self_response",
 )
+# Read by the classifier too, but hashed only when set: a store written before they
+# existed keeps its hashes, so its events are not all labelled again for nothing.
+OPTIONAL_HASHED_FIELDS = ("location", "organized_by_me")
 
 
 def event_hash(row: dict[str, Any]) -> str:
-    text = "\x1f".join(str(row[k]) for k in HASHED_FIELDS)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    parts = [str(row[k]) for k in HASHED_FIELDS]
+    parts += [f"{k}={row[k]}" for k in OPTIONAL_HASHED_FIELDS if row.get(k)]
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True, slots=True)

@@ -320,6 +320,8 @@ def event_record(calendar_id: str, item: dict[str, Any], tz: tzinfo) -> list[Any
             event_type=event_type,
             attendee_count=len(attendees),
             self_response=_text(me or {}, "responseStatus"),
+            location=" ".join(_text(item, "location").split()),
+            organized_by_me=(item.get("organizer") or {}).get("self") is True,
             extra=extra,
         )
     ]

@@ -675,6 +675,9 @@ def _event(
         if str(comp.get("X-MICROSOFT-CDO-BUSYSTATUS", "")).upper() == "OOF"
         else "default",
         attendee_count=len(attendees),
+        # ORGANIZER names an address; a plain file does not say which address is the
+        # person's, so organized_by_me stays False.
+        location=" ".join(str(comp.get("LOCATION", "")).split()),
     )
 
 

@@ -60,6 +60,7 @@ EVENT_TEXT = {
     "transparency": 16,
     "event_type": 32,
     "self_response": 16,
+    "location": 300,
 }
 MAX_TITLE = 1000
 

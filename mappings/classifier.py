@@ -41,6 +41,10 @@ class EventInfo:
     # The name of the calendar the event comes from, when it has one a person chose
     # ("Kurse.ics", a "Training" calendar); "" for opaque ids.
     calendar_name: str = ""
+    # Where it happens, as the source wrote it ("Aquapark Wrocław", "Sala 2.14"), and
+    # whether the person organizes it (Google's organizer.self; unknown in a plain file).
+    location: str = ""
+    organized_by_me: bool = False
 
 
 @dataclass(frozen=True, slots=True)

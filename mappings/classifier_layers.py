@@ -7,6 +7,7 @@ no layer knows is UNCLASSIFIED with confidence 0, never a guess dressed as an an
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -28,6 +29,53 @@ LAYERS = ("override", "event_type", "rules", "model", "llm", "context", "none")
 UNKNOWN = Classification(UNCLASSIFIED, 0.0, "none")
 # Answers to an invitation that still put the person in the room.
 INVITED = frozenset({"accepted", "tentative", "needsAction"})
+# Kinds of place a location names when the rules do not know its words: where one is
+# taught, moves or is treated, in the languages the rules cover. Whole words or word
+# starts, accents folded by the caller (lower case, NFKD without marks).
+PLACES = (
+    (
+        "LEARN",
+        r"hoersaal|horsaal|aula|amphi\w*|lecture hall|lecture theat\w*|classroom|"
+        r"seminar\w*|horsal\w*|auditori\w*|sala wykladowa|luentosali|dershane|"
+        r"講義室|教室",
+    ),
+    (
+        "EXERCISE",
+        r"gym|fitness\w*|silownia|basen\w*|schwimmbad|hallenbad|piscin\w*|pool|aquapark|"
+        r"sporthal\w*|turnhalle|stadion\w*|simhall\w*|svommehal\w*|uimahalli|spor salonu|"
+        r"ジム|プール|体育館",
+    ),
+    (
+        "ADMIN_WORK",
+        r"clinic\w*|klinik\w*|przychodni\w*|praxis|arztpraxis|hospital\w*|szpital\w*|"
+        r"krankenhaus|ambulatori\w*|terveyskeskus|vardcentral\w*|legevakt|hastane\w*|"
+        r"病院|クリニック",
+    ),
+)
+_PLACE_RES = tuple((a, re.compile(rf"(?<!\w)(?:{p})(?!\w)")) for a, p in PLACES)
+
+
+def _fold(text: str) -> str:
+    import unicodedata
+
+    text = unicodedata.normalize("NFKD", text.lower())
+    return "".join(c for c in text if not unicodedata.combining(c)).replace("ł", "l")
+
+
+def place_guess(location: str, rules: KeywordClassifier | None = None) -> tuple[str, str] | None:
+    """(action, why) when an event's location names what is done there, else None."""
+    if not location.strip():
+        return None
+    if rules is not None:
+        # A location the rules read like a title ("Yoga Studio", "Kościół św. Anny").
+        found = rules.match_title(location)
+        if found is not None and found.action != NOT_AN_ACTION:
+            return found.action, f"location {location!r}"
+    folded = _fold(location)
+    for action, pattern in _PLACE_RES:
+        if pattern.search(folded):
+            return action, f"location {location!r}"
+    return None
 
 
 class LLMLayer(Protocol):
@@ -54,6 +102,14 @@ def context_guess(
             return Classification(
                 by_name.action, 0.5, "context", f"calendar {event.calendar_name!r}"
             )
+    place = place_guess(event.location, rules)
+    if place is not None:
+        # A gym, a pool, a lecture hall or a clinic says what the slot is spent on,
+        # like a calendar named for it.
+        return Classification(place[0], 0.5, "context", place[1])
+    if event.organized_by_me and event.attendee_count >= 2:
+        # The person invited at least one other: a meeting they run.
+        return Classification("ADMIN_WORK", 0.55, "context", "organized, with attendees")
     if event.attendee_count >= 3:
         return Classification("ADMIN_WORK", 0.55, "context", f"{event.attendee_count} attendees")
     if event.attendee_count >= 2 and event.self_response in INVITED:

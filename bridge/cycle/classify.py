@@ -227,6 +227,8 @@ def event_info(ev: CalendarEvent, settings: Settings) -> EventInfo:
         calendar_kind=calendar_kind(ev.calendar_id),
         self_response=ev.self_response,
         calendar_name=calendar_name(ev.calendar_id),
+        location=ev.location,
+        organized_by_me=ev.organized_by_me,
     )
 
 

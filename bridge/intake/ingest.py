@@ -34,6 +34,7 @@ from bridge.store.models import CalendarEvent, ImportedFile, Reading, SyncState
 from connectors import file_source
 from connectors.base import (
     HASHED_FIELDS,
+    OPTIONAL_HASHED_FIELDS,
     EventRecord,
     ReadContext,
     ReadingRecord,
@@ -79,7 +80,7 @@ READING_COLUMNS = (
 )
 EVENT_KEY = ("source", "calendar_id", "uid", "recurrence_id")
 # What an event's re-import may change: the fields its content hash covers, plus these.
-EVENT_UPDATE = (*HASHED_FIELDS, "utc_offset_min", "content_hash")
+EVENT_UPDATE = (*HASHED_FIELDS, *OPTIONAL_HASHED_FIELDS, "utc_offset_min", "content_hash")
 
 
 @dataclass

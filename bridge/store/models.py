@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Column, Index, Text, UniqueConstraint, text
+from sqlalchemy import Column, Index, Text, UniqueConstraint, false, text
 from sqlmodel import Field, SQLModel
 
 # The person an existing one-person store's rows become, and whom a Store serves by default.
@@ -110,6 +110,10 @@ class CalendarEvent(SQLModel, table=True):
     event_type: str = Field(default="default", max_length=32)  # Google eventType
     attendee_count: int = 0
     self_response: str = Field(default="", max_length=16)
+    # Where it happens (the source's free text) and whether the person organizes it: what
+    # labels an unknown title ("Aquapark", "Sala 2.14") and tells one's own meeting apart.
+    location: str = Field(default="", max_length=300, sa_column_kwargs={"server_default": ""})
+    organized_by_me: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     content_hash: str = Field(default="", max_length=64)
     action: str | None = Field(default=None, max_length=24)
     action_confidence: float | None = None

@@ -81,3 +81,32 @@ def test_deleted_events_are_cancelled_on_reimport(store, ctx, tmp_path):
     with store.session() as s:
         statuses = Counter(s.exec(select(CalendarEvent.status)).all())
     assert statuses["cancelled"] == 1
+
+
+def test_location_is_read_and_reimport_adds_nothing(store, ctx, tmp_path):
+    from connectors.base import HASHED_FIELDS, event_hash
+
+    body = (
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//EN\r\n"
+        "BEGIN:VEVENT\r\nUID:a\r\nDTSTART:20261102T170000Z\r\nDTEND:20261102T180000Z\r\n"
+        "SUMMARY:Xq7 Blorp\r\nLOCATION:Aquapark\\, hala 2\r\n"
+        "ORGANIZER:mailto:someone@example.org\r\nEND:VEVENT\r\n"
+        "BEGIN:VEVENT\r\nUID:b\r\nDTSTART:20261103T170000Z\r\nDTEND:20261103T180000Z\r\n"
+        "SUMMARY:Stand-up\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+    )
+    path = tmp_path / "cal.ics"
+    path.write_text(body)
+    first = import_file(store, "ics", path, ctx)
+    assert first.new == 2
+    path.write_text(body + "\r\n")  # a new file (other bytes), the same events
+    second = import_file(store, "ics", path, ctx)
+    assert second.new == 0 and store.count(CalendarEvent) == 2
+    with store.session() as s:
+        rows = {e.uid: e for e in s.exec(select(CalendarEvent)).all()}
+    # A plain file does not say which ORGANIZER is the person.
+    assert (rows["a"].location, rows["a"].organized_by_me) == ("Aquapark, hala 2", False)
+    # An event without location or organizer keeps the hash it had before they existed.
+    b = rows["b"]
+    old = event_hash({k: getattr(b, k) for k in HASHED_FIELDS})
+    assert b.content_hash == old
+    assert rows["a"].content_hash != event_hash({k: getattr(rows["a"], k) for k in HASHED_FIELDS})

@@ -255,3 +255,34 @@ def test_a_calendar_named_for_what_it_holds_labels_its_unknown_entries():
     # The title still comes first, and a calendar named for markers labels nothing.
     assert clf.classify(EventInfo("Team standup", calendar_name="Kurse")).action == "ADMIN_WORK"
     assert clf.classify(EventInfo("Xq-77", calendar_name="Holidays")).action == "UNCLASSIFIED"
+
+
+def test_a_location_labels_an_otherwise_unknown_title() -> None:
+    from mappings.classifier_layers import default_classifier
+
+    clf = default_classifier()
+    unknown = "Xq7 Blorp"
+    assert clf.classify(EventInfo(title=unknown)).action == UNCLASSIFIED
+    for place, action in [
+        ("Przychodnia Rejonowa nr 3", "ADMIN_WORK"),
+        ("Hörsaal 2, Gebäude B", "LEARN"),
+        ("Aquapark Wrocław", "EXERCISE"),
+        ("McFit Gym Kreuzberg", "EXERCISE"),
+    ]:
+        got = clf.classify(EventInfo(title=unknown, location=place))
+        assert (got.action, got.layer) == (action, "context"), place
+    # A street address says nothing about what is done there.
+    assert clf.classify(EventInfo(title=unknown, location="ul. Długa 5")).action == UNCLASSIFIED
+    # The title still comes first.
+    assert clf.classify(EventInfo(title="Yoga", location="Przychodnia")).action == "EXERCISE"
+
+
+def test_an_event_the_person_organizes_with_others_is_a_meeting() -> None:
+    from mappings.classifier_layers import default_classifier
+
+    clf = default_classifier()
+    mine = clf.classify(EventInfo(title="Xq7 Blorp", organized_by_me=True, attendee_count=2))
+    assert (mine.action, mine.layer) == ("ADMIN_WORK", "context")
+    # Organizing alone (no one else invited) is not a meeting.
+    alone = clf.classify(EventInfo(title="Xq7 Blorp", organized_by_me=True, attendee_count=0))
+    assert alone.action == UNCLASSIFIED

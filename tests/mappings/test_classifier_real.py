@@ -909,3 +909,40 @@ def test_round_fourteen_church_course_and_working_group_classes(title, action):
 def test_round_fourteen_look_alikes_are_not_taken_for_the_activity(title, wrong):
     found = KeywordClassifier().match_title(title)
     assert found is None or found.action != wrong, (title, found)
+
+
+def test_the_cycle_reads_the_location_and_the_organizer_from_the_store(store, settings):
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import select
+
+    from bridge.cycle.classify import classify_events
+    from bridge.store.models import CalendarEvent
+
+    start = datetime(2026, 11, 18, 9, tzinfo=UTC)
+    rows = [
+        ("pool", "Xq-78", "Aquapark Wrocław", False, 0),
+        ("mine", "Xq-79", "", True, 2),
+        ("bare", "Xq-80", "", False, 0),
+    ]
+    with store.transaction() as session:
+        for uid, title, place, organizer, attendees in rows:
+            session.add(
+                CalendarEvent(
+                    source="google_calendar",
+                    calendar_id="primary",
+                    uid=uid,
+                    title=title,
+                    start_utc=start,
+                    end_utc=start + timedelta(hours=1),
+                    location=place,
+                    organized_by_me=organizer,
+                    attendee_count=attendees,
+                    content_hash=uid,
+                    updated_at=start,
+                )
+            )
+    classify_events(store, settings)
+    with store.session() as session:
+        got = {e.uid: e.action for e in session.execute(select(CalendarEvent)).scalars()}
+    assert got == {"pool": "EXERCISE", "mine": "ADMIN_WORK", "bare": UNCLASSIFIED}

@@ -100,3 +100,36 @@ def test_reopening_is_harmless_and_a_newer_schema_is_refused(settings):
     b.dispose()
     with pytest.raises(StoreError, match="newer than this rhythm-bridge knows"):
         Store(settings.database_url)
+
+
+def test_the_event_place_migration_keeps_rows_and_fills_defaults(database_url):
+    """i42_event_place: a stored event keeps everything and reads "" / false."""
+    from alembic import command
+    from sqlmodel import select
+
+    from bridge.store.models import CalendarEvent
+
+    store = Store(database_url)
+    try:
+        cfg = _alembic_config(store.engine)
+        command.downgrade(cfg, "i38_checkins")
+        stamp = "2026-11-19 06:00:00.000000"
+        with store.engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO calendar_events (person, source, calendar_id, uid, "
+                    "recurrence_id, title, start_utc, end_utc, utc_offset_min, all_day, status, "
+                    "transparency, event_type, attendee_count, self_response, content_hash, "
+                    "classified_hash, updated_at) VALUES ('me', 'ics', 'cal', 'u1', '', "
+                    "'Stand-up', :t, :t, 60, false, 'confirmed', 'opaque', 'default', 4, '', "
+                    "'h', 'h', :t)"
+                ),
+                {"t": stamp},
+            )
+        command.upgrade(cfg, "head")
+        with store.session() as s:
+            (ev,) = s.exec(select(CalendarEvent)).all()
+        assert (ev.title, ev.attendee_count, ev.content_hash) == ("Stand-up", 4, "h")
+        assert (ev.location, ev.organized_by_me) == ("", False)
+    finally:
+        store.dispose()

@@ -411,3 +411,31 @@ def test_a_wrong_calendar_id_does_not_stop_the_others(
     assert load_cursors(gstore, "google_calendar") == {
         ("events", "team@example.com"): "sync-team-1"
     }
+
+
+def test_location_and_organizer_self_are_kept() -> None:
+    from connectors.google_calendar import event_record
+
+    item = {
+        "id": "abc123",
+        "status": "confirmed",
+        "summary": "Xq7 Blorp",
+        "location": "  Hörsaal 3,\n Gebäude B ",
+        "organizer": {"email": "me@example.com", "self": True},
+        "attendees": [
+            {"email": "me@example.com", "self": True, "responseStatus": "accepted"},
+            {"email": "ana@example.com", "responseStatus": "needsAction"},
+            {"email": "room@resource.calendar.google.com", "resource": True},
+        ],
+        "start": {"dateTime": "2026-11-20T10:00:00+01:00"},
+        "end": {"dateTime": "2026-11-20T11:00:00+01:00"},
+    }
+    (rec,) = event_record("primary", item, BERLIN)
+    assert (rec.location, rec.organized_by_me, rec.attendee_count) == (
+        "Hörsaal 3, Gebäude B",
+        True,
+        2,
+    )
+    del item["organizer"], item["location"]
+    (rec,) = event_record("primary", item, BERLIN)
+    assert (rec.location, rec.organized_by_me) == ("", False)
