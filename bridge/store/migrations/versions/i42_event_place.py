@@ -17,15 +17,19 @@ branch_labels = None
 depends_on = None
 
 
+# Plain ALTER TABLE on both backends, never SQLite's batch rebuild: a rebuilt table loses
+# its meter-change triggers (i40_people), and events would stop noting the days they touch.
 def upgrade() -> None:
-    with op.batch_alter_table("calendar_events") as batch:
-        batch.add_column(sa.Column("location", sa.String(300), nullable=False, server_default=""))
-        batch.add_column(
-            sa.Column("organized_by_me", sa.Boolean(), nullable=False, server_default=sa.false())
-        )
+    op.add_column(
+        "calendar_events",
+        sa.Column("location", sa.String(300), nullable=False, server_default=""),
+    )
+    op.add_column(
+        "calendar_events",
+        sa.Column("organized_by_me", sa.Boolean(), nullable=False, server_default=sa.false()),
+    )
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("calendar_events") as batch:
-        batch.drop_column("organized_by_me")
-        batch.drop_column("location")
+    op.drop_column("calendar_events", "organized_by_me")
+    op.drop_column("calendar_events", "location")
