@@ -38,6 +38,7 @@ from bridge.store import Store
 
 log = logging.getLogger("rhythm_bridge.worker")
 
+WINDOW_PAD = 1.02
 SCHEMA_HINT = "run `rhythm-bridge worker --apply-schema` once"
 
 
@@ -58,7 +59,8 @@ def needs_postgres(settings: Settings) -> str:
 
 
 def poll_interval(settings: Settings, source: str, people: int) -> timedelta:
-    """How often each person's `source` is pulled: its configured interval, stretched so
+    """How often a person's `source` is pulled (`settings`: that person's view): its
+    configured interval, stretched so
     that every person's syncs fit in the provider's tightest window with a margin:
 
         interval >= requests_per_sync * people * window / (limit * quota_margin)
@@ -91,7 +93,9 @@ class SharedBudget:
         self.pool = ConnectionPool(libpq_url, min_size=1, max_size=max(2, w.concurrency), open=True)
         self.limiters: dict[str, Any] = {}
         for provider, windows in w.limits.items():
-            rates = [Rate(int(limit), int(window * 1000)) for limit, window in windows]
+            # The provider counts a request when it arrives, we when it leaves: a window a
+            # little longer here keeps the jitter between the two inside the provider's.
+            rates = [Rate(int(limit), int(window * 1000 * WINDOW_PAD)) for limit, window in windows]
             bucket = PostgresBucket(self.pool, f"rb_budget_{provider}", rates)
             self.limiters[provider] = Limiter(bucket)
 
@@ -202,33 +206,46 @@ def build_app(libpq_url: str) -> Any:
         return await each_person(refit, "refit")
 
     async def stalled(timestamp: int) -> int:
-        # The jobs of a worker whose heartbeat stopped go back to the queue; the lock they
-        # hold is released with them, so the account is pulled again, by one worker.
-        manager = app.job_manager
-        seconds = context().settings.workers.stalled_after_seconds
-        jobs = await manager.get_stalled_jobs(seconds_since_heartbeat=seconds)
-        count = 0
-        for job in jobs:
-            log.warning("job %s (%s) of a dead worker is taken over", job.id, job.task_name)
-            await manager.retry_job(job)
-            count += 1
-        return count
+        return await take_over_stalled(app)
 
+    # The periodic tasks go before the queued syncs (higher priority first): taking over
+    # a dead worker's jobs must not wait behind the backlog it left.
     w = _settings_for_periodic
     app.periodic(cron=w.schedule_cron, periodic_id="syncs")(
-        app.task(name="rb.schedule", queueing_lock="rb.schedule")(schedule_syncs)
+        app.task(name="rb.schedule", queueing_lock="rb.schedule", priority=50)(schedule_syncs)
     )
     app.periodic(cron=w.cycle_cron, periodic_id="cycles")(
-        app.task(name="rb.cycles", queueing_lock="rb.cycles")(cycles)
+        app.task(name="rb.cycles", queueing_lock="rb.cycles", priority=10)(cycles)
     )
     app.periodic(cron="17 3 * * *", periodic_id="refits")(
-        app.task(name="rb.refits", queueing_lock="rb.refits")(refits)
+        app.task(name="rb.refits", queueing_lock="rb.refits", priority=10)(refits)
     )
     app.periodic(cron=w.stalled_cron, periodic_id="stalled")(
-        app.task(name="rb.stalled", queueing_lock="rb.stalled")(stalled)
+        app.task(name="rb.stalled", queueing_lock="rb.stalled", priority=100)(stalled)
     )
     app.rb_sync = sync  # type: ignore[attr-defined]
     return app
+
+
+async def take_over_stalled(app: Any) -> int:
+    """Put the jobs of workers whose heartbeat stopped back in the queue; the lock they
+    hold is released with them, so the account is pulled again, by one worker."""
+    from procrastinate.exceptions import UniqueViolation
+    from procrastinate.jobs import Status
+
+    manager = app.job_manager
+    seconds = context().settings.workers.stalled_after_seconds
+    count = 0
+    for job in await manager.get_stalled_jobs(seconds_since_heartbeat=seconds):
+        log.warning("job %s (%s) of a dead worker is taken over", job.id, job.task_name)
+        try:
+            await manager.retry_job(job)
+        except UniqueViolation:
+            # The account is queued again already (its queueing lock is taken): end this
+            # one, which releases its lock so that the queued one can run.
+            await manager.finish_job(job, status=Status.FAILED, delete_job=False)
+        count += 1
+    return count
 
 
 # The periodic tasks' crons are read when the app is built (procrastinate registers them
@@ -316,13 +333,13 @@ def due_syncs(now: datetime) -> list[tuple[str, str]]:
     for settings in views.values():
         for source in enabled_sources(settings):
             counts[source] = counts.get(source, 0) + 1
-    intervals = {s: poll_interval(ctx.settings, s, n) for s, n in counts.items()}
     due = []
     for person, settings in views.items():
         for source in enabled_sources(settings):
             state = states.get((person, source))
+            interval = poll_interval(settings, source, counts[source])
             if state is None or is_due(
-                ctx.store, settings, source, now, interval=intervals[source], state=state
+                ctx.store, settings, source, now, interval=interval, state=state
             ):
                 due.append((person, source))
     return due
