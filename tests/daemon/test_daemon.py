@@ -135,3 +135,19 @@ def test_a_stop_mid_import_ends_at_the_next_batch_and_stores_nothing_partial(tmp
     finally:
         store.dispose()
     assert not (data / "latest.json").exists()
+
+
+def test_the_one_person_path_never_loads_the_worker_mode() -> None:
+    """The daemon, a cycle and the CLI run without procrastinate or pyrate-limiter (the
+    `workers` extra), and do not import them when they are installed."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, bridge.cli.main, bridge.daemon.scheduler, bridge.cycle.run, "
+        "bridge.intake.live, connectors.whoop; "
+        "bad = [m for m in ('procrastinate', 'pyrate_limiter', 'bridge.daemon.workers') "
+        "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
