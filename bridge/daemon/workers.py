@@ -39,6 +39,7 @@ from bridge.store import Store
 log = logging.getLogger("rhythm_bridge.worker")
 
 WINDOW_PAD = 1.02
+EARLY = 0.9
 SCHEMA_HINT = "run `rhythm-bridge worker --apply-schema` once"
 
 
@@ -337,7 +338,9 @@ def due_syncs(now: datetime) -> list[tuple[str, str]]:
     for person, settings in views.items():
         for source in enabled_sources(settings):
             state = states.get((person, source))
-            interval = poll_interval(settings, source, counts[source])
+            # Queued a tenth early: its wait in the queue then still ends within the
+            # period (quota_margin leaves room for the extra tenth).
+            interval = poll_interval(settings, source, counts[source]) * EARLY
             if state is None or is_due(
                 ctx.store, settings, source, now, interval=interval, state=state
             ):
