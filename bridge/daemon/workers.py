@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bridge.config import Settings
+from bridge.config import Settings, WorkersSettings
 from bridge.errors import ConfigError, RateLimited
 from bridge.store import Store
 
@@ -149,8 +149,9 @@ def set_context(settings: Settings, store: Store) -> None:
     _context = Context(settings, store)
 
 
-def build_app(libpq_url: str) -> Any:
-    """The procrastinate app with rhythm-bridge's tasks, on `libpq_url`."""
+def build_app(libpq_url: str, w: WorkersSettings) -> Any:
+    """The procrastinate app with rhythm-bridge's tasks, on `libpq_url`; the periodic
+    tasks' crons are `w`'s (procrastinate registers them with the tasks)."""
     from procrastinate import App, BaseRetryStrategy, PsycopgConnector, RetryDecision
 
     class WaitForProvider(BaseRetryStrategy):
@@ -211,7 +212,6 @@ def build_app(libpq_url: str) -> Any:
 
     # The periodic tasks go before the queued syncs (higher priority first): taking over
     # a dead worker's jobs must not wait behind the backlog it left.
-    w = _settings_for_periodic
     app.periodic(cron=w.schedule_cron, periodic_id="syncs")(
         app.task(name="rb.schedule", queueing_lock="rb.schedule", priority=50)(schedule_syncs)
     )
@@ -249,15 +249,8 @@ async def take_over_stalled(app: Any) -> int:
     return count
 
 
-# The periodic tasks' crons are read when the app is built (procrastinate registers them
-# then); set by `make_app`.
-_settings_for_periodic: Any = None
-
-
 def make_app(settings: Settings) -> Any:
-    global _settings_for_periodic
-    _settings_for_periodic = settings.workers
-    return build_app(needs_postgres(settings))
+    return build_app(needs_postgres(settings), settings.workers)
 
 
 # --- what the tasks do ------------------------------------------------------------------------

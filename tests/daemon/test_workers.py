@@ -28,13 +28,12 @@ from bridge.store.models import Reading, SyncState
 from tests.conftest import PG_ADMIN_URL, ROOT
 from tests.daemon import worker_child
 
-pytestmark = [
-    pytest.mark.skipif(
-        not PG_ADMIN_URL,
-        reason="the worker tests need PostgreSQL: run them with `make test-postgres` "
+if not PG_ADMIN_URL:
+    pytest.skip(
+        "the worker tests need PostgreSQL: run them with `make test-postgres` "
         "(.ci/with-postgres sets RB_TEST_DATABASE_URL)",
-    ),
-]
+        allow_module_level=True,
+    )
 procrastinate = pytest.importorskip(
     "procrastinate", reason="the workers extra is not installed (pip install -e '.[workers]')"
 )
