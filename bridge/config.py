@@ -284,6 +284,30 @@ def _known_zone(value: str) -> str:
 Zone = Annotated[str, AfterValidator(_known_zone)]
 
 
+class WorkersSettings(_Section):
+    """`rhythm-bridge worker` (many people on PostgreSQL): how the workers share the
+    providers' limits and how often they queue work (docs/guides/many-people.md)."""
+
+    concurrency: int = Field(4, ge=1, le=64)
+    # Every window a provider documents for one client application, as [requests, seconds];
+    # all workers draw on one budget kept in PostgreSQL.
+    limits: dict[str, list[tuple[int, float]]] = {
+        "whoop": [(100, 60.0), (10_000, 86_400.0)],
+        "google_calendar": [(10_000, 60.0)],
+    }
+    # Requests one sync of a source makes (token refresh included), for the polling interval.
+    requests_per_sync: dict[str, int] = {"whoop": 5, "google_calendar": 3, "garmin": 8}
+    quota_margin: float = Field(0.8, gt=0, le=1)
+    # How often due syncs are queued (cron; a sixth field is seconds) and cycles run.
+    schedule_cron: str = "* * * * *"
+    cycle_cron: str = "*/15 * * * *"
+    # A worker silent this long is dead: `stalled_cron` puts its jobs back in the queue.
+    stalled_after_seconds: float = Field(60.0, ge=5, le=3600)
+    stalled_cron: str = "* * * * *"
+    # How long one request waits for the shared budget before its sync is retried later.
+    budget_wait_seconds: float = Field(30.0, ge=0, le=3600)
+
+
 class PersonSettings(_Section):
     """What differs for one person of a household: their sources, time zone and
     notifications. Everything else (database, schedule, web, ...) is the installation's."""
@@ -316,6 +340,7 @@ class Settings(_Section):
     push: PushSettings = PushSettings()
     notify: NotifySettings = NotifySettings()
     mqtt: MqttSettings = MqttSettings()
+    workers: WorkersSettings = WorkersSettings()
     people: dict[str, PersonSettings] = {}
 
     # Whom this view of the settings serves (`for_person`); not a config key.

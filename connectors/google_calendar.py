@@ -37,6 +37,7 @@ from connectors.http import (
     RetryableError,
     RetryPolicy,
     retry_after_seconds,
+    spend,
     too_big,
     unreadable,
     with_retries,
@@ -178,6 +179,7 @@ def execute(
     from httplib2.decode import DecodeLimitError, DecodeRatioError
 
     def once() -> dict[str, Any]:
+        spend(source)
         try:
             return request.execute()
         except (DecodeLimitError, DecodeRatioError):

@@ -107,6 +107,19 @@ def retry_after_seconds(headers: httpx.Headers | dict[str, str], now: float | No
     return 60.0
 
 
+# Set by `rhythm-bridge worker` (bridge/daemon/workers.py): takes one request from the
+# provider's budget shared by every worker, waiting for it or raising RateLimited. The
+# one-person default leaves it None: its RateWindow paces the one process alone.
+budget: Callable[[str], None] | None = None
+
+
+def spend(provider: str) -> None:
+    """Count one request against `provider`'s shared budget (every request of a provider
+    comes through here: `request` below and Google's client)."""
+    if budget is not None:
+        budget(provider)
+
+
 class RateWindow:
     """At most `limit` requests per sliding `window` seconds (WHOOP: 100 a minute)."""
 
@@ -196,7 +209,9 @@ def request(
     """Send one request with the shared retry policy; 4xx other than 429 are returned.
 
     The answer comes back fully read (within MAX_RESPONSE_BYTES) and already inflated.
+    `what` starts with the provider's source name ("whoop /v2/cycle"): the budget it draws on.
     """
+    provider = what.split(" ", 1)[0]
     rate_waits = 0
     kwargs["headers"] = {"Accept-Encoding": ACCEPT_ENCODING, **(kwargs.get("headers") or {})}
 
@@ -204,6 +219,7 @@ def request(
         nonlocal rate_waits
         if window is not None:
             window.wait()
+        spend(provider)
         try:
             with client.stream(method, url, **kwargs) as streamed:
                 body = read_body(streamed, what)

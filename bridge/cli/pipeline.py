@@ -16,6 +16,7 @@ from bridge.cli.core import (
     JsonOpt,
     SlotOpt,
     app,
+    base_settings,
     current_settings,
     current_store,
     date_arg,
@@ -23,6 +24,7 @@ from bridge.cli.core import (
     file_in,
     fmt,
     print_json,
+    registry_store,
     slot_arg,
     state,
 )
@@ -149,6 +151,42 @@ def run(
     # A daemon logs every sync and cycle (journald keeps them), verbose or not.
     setup_logging(logging.INFO, as_json=state.get("log_json", False))
     run_daemon(people[0][0], people[0][1], people)
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            min=1,
+            max=64,
+            help="Jobs this process runs at once (default: [workers] concurrency).",
+        ),
+    ] = None,
+    apply_schema: Annotated[
+        bool,
+        typer.Option(
+            "--apply-schema", help="Create the job queue's tables in the database, then exit."
+        ),
+    ] = False,
+) -> None:
+    """Run syncs, cycles and refits for many people as jobs (database on PostgreSQL).
+
+    Start it on as many machines as needed, all on the same database: each account is
+    pulled by one worker at a time and the providers' limits are shared by all."""
+    from bridge.daemon import workers
+    from bridge.logs import setup_logging
+
+    settings = base_settings()
+    workers.needs_postgres(settings)
+    store = registry_store()
+    if apply_schema:
+        workers.apply_schema(settings)
+        typer.echo("the job queue's tables are in place")
+        return
+    setup_logging(logging.INFO, as_json=state.get("log_json", False))
+    workers.run_worker(settings, store, concurrency=concurrency)
 
 
 def _run_once(settings: Settings, store: Store, who: str) -> None:

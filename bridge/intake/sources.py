@@ -193,15 +193,25 @@ def get_state(store: Store, source: str, stream: str = "", partition: str = "") 
         ).scalar_one_or_none()
 
 
-def is_due(store: Store, settings: Settings, source: str, now: datetime) -> bool:
-    state = get_state(store, source)
+def is_due(
+    store: Store,
+    settings: Settings,
+    source: str,
+    now: datetime,
+    *,
+    interval: timedelta | None = None,
+    state: SyncState | None = None,
+) -> bool:
+    """Whether `source` is due; `interval` overrides its configured one (the workers'
+    quota-derived interval), `state` its summary row when the caller read it already."""
+    state = state or get_state(store, source)
     if state is None or state.last_attempt_at is None:
         return True
     if state.status in ("reauth_required", "not_connected"):
         return False  # pulling again cannot help until the person runs auth
     if state.retry_after is not None and now < state.retry_after:
         return False
-    interval = timedelta(minutes=getattr(settings.sources, source).interval_minutes)
+    interval = interval or timedelta(minutes=getattr(settings.sources, source).interval_minutes)
     return now >= state.last_attempt_at + interval
 
 

@@ -189,3 +189,12 @@ def test_recommend_shows_the_rescheduled_window(cli, cfg):
         assert f"#{as_json['rescheduled_to']['id']}" == proposal
     else:
         assert "rescheduled to: no free window" in text and as_json["rescheduled_to"] is None
+
+
+@pytest.mark.sqlite_only
+def test_worker_on_sqlite_says_it_needs_postgresql(cli, cfg):
+    result = invoke(cli, "--config", cfg, "worker")
+    assert result.exit_code == 2  # a configuration error
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "needs [database] url on PostgreSQL" in lines[0], result.output
+    assert "Traceback" not in result.output

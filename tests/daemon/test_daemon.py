@@ -135,3 +135,32 @@ def test_a_stop_mid_import_ends_at_the_next_batch_and_stores_nothing_partial(tmp
     finally:
         store.dispose()
     assert not (data / "latest.json").exists()
+
+
+def test_the_one_person_path_never_loads_the_worker_mode() -> None:
+    """The daemon, a cycle and the CLI run without procrastinate or pyrate-limiter (the
+    `workers` extra), and do not import them when they are installed."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, bridge.cli.main, bridge.daemon.scheduler, bridge.cycle.run, "
+        "bridge.intake.live, connectors.whoop; "
+        "bad = [m for m in ('procrastinate', 'pyrate_limiter', 'bridge.daemon.workers') "
+        "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_polling_interval_fits_every_persons_syncs_in_the_daily_quota() -> None:
+    """WHOOP: 5 requests a sync, 10,000 a day, 80 % of it planned (docs/guides/many-people.md)."""
+    from bridge.config import Settings
+    from bridge.daemon.workers import poll_interval
+
+    settings = Settings.model_validate({"sources": {"whoop": {"interval_minutes": 60}}})
+    assert poll_interval(settings, "whoop", 2) == timedelta(minutes=60)  # configured
+    assert poll_interval(settings, "whoop", 100) == timedelta(hours=1.5)
+    assert poll_interval(settings, "whoop", 1000) == timedelta(hours=15)
+    # A provider without a shared window keeps the configured interval.
+    assert poll_interval(settings, "garmin", 1000) == timedelta(minutes=240)
