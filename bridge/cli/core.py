@@ -53,6 +53,7 @@ COMMAND_ORDER = (
     "person",
     "backup",
     "install-service",
+    "worker",
     "train-classifier",
     "train-model",
     "eval",
