@@ -218,7 +218,7 @@ def test_an_invitation_shared_with_others_is_a_meeting_when_nothing_else_knows()
 
 
 def test_the_cycle_reads_the_answer_and_the_event_type_from_the_store(store, settings):
-    from datetime import UTC, datetime, timedelta
+    from datetime import UTC, datetime
 
     from sqlalchemy import select
 
@@ -232,23 +232,16 @@ def test_the_cycle_reads_the_answer_and_the_event_type_from_the_store(store, set
         ("xq", "Xq-77", "default", 2, "accepted"),
         ("gym", "Gym", "default", 0, ""),
     ]
-    with store.transaction() as session:
-        for uid, title, kind, attendees, answer in rows:
-            session.add(
-                CalendarEvent(
-                    source="google_calendar",
-                    calendar_id="primary",
-                    uid=uid,
-                    title=title,
-                    start_utc=start,
-                    end_utc=start + timedelta(hours=1),
-                    event_type=kind,
-                    attendee_count=attendees,
-                    self_response=answer,
-                    content_hash=uid,
-                    updated_at=start,
-                )
-            )
+    for uid, title, kind, attendees, answer in rows:
+        _store_hour(
+            store,
+            start,
+            uid,
+            title,
+            event_type=kind,
+            attendee_count=attendees,
+            self_response=answer,
+        )
     classify_events(store, settings)
     with store.session() as session:
         events = session.execute(select(CalendarEvent)).scalars()
@@ -912,7 +905,7 @@ def test_round_fourteen_look_alikes_are_not_taken_for_the_activity(title, wrong)
 
 
 def test_the_cycle_reads_the_location_and_the_organizer_from_the_store(store, settings):
-    from datetime import UTC, datetime, timedelta
+    from datetime import UTC, datetime
 
     from sqlalchemy import select
 
@@ -925,24 +918,39 @@ def test_the_cycle_reads_the_location_and_the_organizer_from_the_store(store, se
         ("mine", "Xq-79", "", True, 2),
         ("bare", "Xq-80", "", False, 0),
     ]
-    with store.transaction() as session:
-        for uid, title, place, organizer, attendees in rows:
-            session.add(
-                CalendarEvent(
-                    source="google_calendar",
-                    calendar_id="primary",
-                    uid=uid,
-                    title=title,
-                    start_utc=start,
-                    end_utc=start + timedelta(hours=1),
-                    location=place,
-                    organized_by_me=organizer,
-                    attendee_count=attendees,
-                    content_hash=uid,
-                    updated_at=start,
-                )
-            )
+    for uid, title, place, organizer, attendees in rows:
+        _store_hour(
+            store,
+            start,
+            uid,
+            title,
+            location=place,
+            organized_by_me=organizer,
+            attendee_count=attendees,
+        )
     classify_events(store, settings)
     with store.session() as session:
         got = {e.uid: e.action for e in session.execute(select(CalendarEvent)).scalars()}
     assert got == {"pool": "EXERCISE", "mine": "ADMIN_WORK", "bare": UNCLASSIFIED}
+
+
+def _store_hour(store, start, uid: str, title: str, **fields) -> None:
+    """One hour-long Google event starting at `start`, with the given context fields."""
+    from datetime import timedelta
+
+    from bridge.store.models import CalendarEvent
+
+    with store.transaction() as session:
+        session.add(
+            CalendarEvent(
+                source="google_calendar",
+                calendar_id="primary",
+                uid=uid,
+                title=title,
+                start_utc=start,
+                end_utc=start + timedelta(hours=1),
+                content_hash=uid,
+                updated_at=start,
+                **fields,
+            )
+        )
