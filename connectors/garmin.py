@@ -24,7 +24,7 @@ from bridge.auth.secrets import Secrets
 from bridge.config import Settings
 from bridge.errors import AuthExpired, NotConnected, RateLimited, SourceError
 from connectors.base import ReadContext, ReadingRecord
-from connectors.http import RateWindow, RetryPolicy, parse_json, request
+from connectors.http import RateWindow, RetryPolicy, new_client, parse_json, request
 from connectors.live import (
     Cursors,
     Progress,
@@ -136,7 +136,7 @@ class GarminAPI:
         base = RetryPolicy.from_settings(settings)
         # 429s are never waited out inline: Garmin's lockouts last hours.
         self.policy = RetryPolicy(base.max_attempts, base.base, base.cap, max_inline_wait=-1)
-        self.client = client or httpx.Client(timeout=settings.http.timeout_seconds)
+        self.client = client or new_client(settings.http.timeout_seconds)
         self.tokens = GarminTokens(settings, secrets, self.client, self.policy)
         self.window = RateWindow(30, 60.0)
         self.requests = 0

@@ -752,9 +752,11 @@ def fetch_feed(
         headers["If-None-Match"] = etag
     if last_modified:
         headers["If-Modified-Since"] = last_modified
+    from connectors.http import new_client
+
     shown = redact(url)
     own = client is None
-    client = client or httpx.Client(timeout=FEED_TIMEOUT, follow_redirects=True)
+    client = client or new_client(FEED_TIMEOUT, follow_redirects=True)
     try:
         with client.stream("GET", feed_url(url), headers=headers) as resp:
             if resp.status_code == 304:

@@ -22,7 +22,7 @@ from bridge.auth.secrets import Secrets
 from bridge.config import Settings
 from bridge.errors import AuthExpired, NotConnected, SourceError
 from connectors.base import ReadContext, ReadingRecord
-from connectors.http import RateWindow, RetryPolicy, parse_json, request
+from connectors.http import RateWindow, RetryPolicy, new_client, parse_json, request
 from connectors.live import (
     MALFORMED,
     Cursors,
@@ -170,7 +170,7 @@ class WhoopAPI:
     ) -> None:
         self.cfg = settings.sources.whoop
         self.policy = RetryPolicy.from_settings(settings)
-        self.client = client or httpx.Client(timeout=settings.http.timeout_seconds)
+        self.client = client or new_client(settings.http.timeout_seconds)
         self.tokens = WhoopTokens(settings, secrets, self.client, self.policy)
         self.window = RateWindow(self.cfg.requests_per_minute)
         self.requests = 0

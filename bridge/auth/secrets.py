@@ -25,7 +25,7 @@ import threading
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import keyring
 import keyring.backend
@@ -77,6 +77,9 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
     """A keyring backend: one Fernet-encrypted JSON file, written atomically with mode 0600."""
 
     _lock = threading.Lock()
+    # (file, key) -> (the file's bytes, what they decrypt to): shared by the instances of
+    # one process, since every Secrets.from_settings makes a new one.
+    _decrypted: ClassVar[dict[tuple[Path, str], tuple[bytes, dict[str, dict[str, str]]]]] = {}
 
     def __init__(self, path: Path | str | None = None, key: str | None = None) -> None:
         super().__init__()
@@ -102,13 +105,26 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
         return material
 
     def _load(self) -> dict[str, dict[str, str]]:
+        """The file's secrets. Callers must not change what it returns (`_changed` copies).
+
+        The decrypted file is kept with the bytes it came from and reused while the file
+        holds the same bytes: a worker serving many people reads tokens far more often than
+        anyone writes them, and decrypting the whole household's file each time was most of
+        a sync's CPU."""
         from cryptography.fernet import Fernet, InvalidToken
 
         try:
-            doc = json.loads(self.path.read_text(encoding="utf-8"))
+            raw = self.path.read_bytes()
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError) as err:
+        except OSError as err:
+            raise ConfigError(f"{self.path}: unreadable keyring file: {err}") from None
+        cached = self._decrypted.get(self._cache_key())
+        if cached is not None and cached[0] == raw:
+            return cached[1]
+        try:
+            doc = json.loads(raw.decode("utf-8"))
+        except ValueError as err:
             raise ConfigError(f"{self.path}: unreadable keyring file: {err}") from None
         if doc.get("format") != _FORMAT:
             raise ConfigError(f"{self.path}: not a rhythm-bridge keyring file")
@@ -121,7 +137,18 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
                 f"{self.path}: the keyring key does not decrypt this file (wrong {KEY_ENV} "
                 f"or {CREDENTIAL_NAME} credential?)"
             ) from None
-        return json.loads(plain)
+        data: dict[str, dict[str, str]] = json.loads(plain)
+        self._decrypted[self._cache_key()] = (raw, data)
+        return data
+
+    def _cache_key(self) -> tuple[Path, str]:
+        return (self.path.absolute(), self._material())
+
+    def _changed(self, service: str) -> dict[str, dict[str, str]]:
+        """A copy of the file's secrets to change `service` in (the cached one stays as read)."""
+        data = dict(self._load())
+        data[service] = dict(data.get(service, {}))
+        return data
 
     def _save(self, data: dict[str, dict[str, str]]) -> None:
         from cryptography.fernet import Fernet
@@ -131,12 +158,13 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
         self._salt = salt
         token = Fernet(_derive(self._material(), salt)).encrypt(json.dumps(data).encode())
         doc = {"format": _FORMAT, "salt": base64.b64encode(salt).decode(), "data": token.decode()}
+        raw = json.dumps(doc).encode("utf-8")
         private_dir(self.path.parent)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(raw)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, self.path)  # readers see the old or the new file, never half
@@ -144,6 +172,7 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
         os.chmod(self.path, 0o600)
+        self._decrypted[self._cache_key()] = (raw, data)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -165,8 +194,8 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
 
     def set_password(self, service: str, username: str, password: str) -> None:
         with self._locked():
-            data = self._load()
-            data.setdefault(service, {})[username] = password
+            data = self._changed(service)
+            data[service][username] = password
             self._save(data)
 
     def names(self, service: str) -> list[str]:
@@ -175,8 +204,8 @@ class EncryptedFileKeyring(keyring.backend.KeyringBackend):
 
     def delete_password(self, service: str, username: str) -> None:
         with self._locked():
-            data = self._load()
-            if username not in data.get(service, {}):
+            data = self._changed(service)
+            if username not in data[service]:
                 raise keyring.errors.PasswordDeleteError(f"{service}/{username} not found")
             del data[service][username]
             self._save(data)

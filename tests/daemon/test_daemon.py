@@ -164,3 +164,18 @@ def test_the_polling_interval_fits_every_persons_syncs_in_the_daily_quota() -> N
     assert poll_interval(settings, "whoop", 1000) == timedelta(hours=15)
     # A provider without a shared window keeps the configured interval.
     assert poll_interval(settings, "garmin", 1000) == timedelta(minutes=240)
+
+
+def test_a_worker_caps_malloc_arenas_unless_the_environment_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import platform
+
+    from bridge.daemon.workers import fewer_malloc_arenas
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("malloc arenas are glibc's")
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert fewer_malloc_arenas() is False  # the operator's setting stands
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    assert fewer_malloc_arenas() is True

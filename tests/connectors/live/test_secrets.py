@@ -114,3 +114,49 @@ def test_writers_in_several_processes_lose_nothing(tmp_path: Path) -> None:
     assert all(
         ring.get_password(SERVICE, f"p{n}-{i}") == f"v{n}-{i}" for n in range(3) for i in range(3)
     )
+
+
+def _set_in_another_process(path: str, value: str) -> None:
+    EncryptedFileKeyring(path).set_password(SERVICE, "whoop:token", value)
+
+
+def test_a_reader_sees_what_another_process_wrote(tmp_path: Path) -> None:
+    # A worker keeps the decrypted file while its bytes stay the same: a token another
+    # process rotated must still be the one it reads next.
+    import multiprocessing
+
+    path = tmp_path / "secrets.keyring"
+    reader = EncryptedFileKeyring(path)
+    reader.set_password(SERVICE, "whoop:token", "first")
+    assert reader.get_password(SERVICE, "whoop:token") == "first"
+    proc = multiprocessing.get_context("fork").Process(
+        target=_set_in_another_process, args=(str(path), "second")
+    )
+    proc.start()
+    proc.join(timeout=60)
+    assert proc.exitcode == 0
+    assert reader.get_password(SERVICE, "whoop:token") == "second"
+    assert reader.names(SERVICE) == ["whoop:token"]
+
+
+def test_a_write_that_fails_leaves_what_is_read_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the process keeps decrypted is changed only by a write that reached the file.
+    import os
+
+    path = tmp_path / "secrets.keyring"
+    ring = EncryptedFileKeyring(path)
+    ring.set_password(SERVICE, "whoop:token", "kept")
+
+    def refuse(*args: object) -> None:
+        raise OSError("disk full")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", refuse)
+        with pytest.raises(OSError):
+            ring.set_password(SERVICE, "whoop:token", "never-written")
+        with pytest.raises(OSError):
+            ring.delete_password(SERVICE, "whoop:token")
+    assert ring.get_password(SERVICE, "whoop:token") == "kept"
+    assert EncryptedFileKeyring(path).get_password(SERVICE, "whoop:token") == "kept"
