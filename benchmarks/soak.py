@@ -276,6 +276,7 @@ def main() -> None:
     import connectors.http
 
     connectors.http.sleep = waits.append  # a wait for the provider is simulated, not slept
+    import bridge.daemon.heap
     import bridge.daemon.scheduler
 
     if args.meters_in_process:
@@ -288,7 +289,7 @@ def main() -> None:
     if args.no_heap_tuning:
         bridge.daemon.scheduler.trim_heap = lambda: None
     else:
-        bridge.daemon.scheduler.tune_heap()  # as run_daemon does; the trim comes with every cycle
+        bridge.daemon.heap.tune_heap()  # as run_daemon does; the trim comes with every cycle
     try:
         run(args, work, fakes, counter, waits)
     finally:

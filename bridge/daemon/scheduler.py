@@ -19,6 +19,7 @@ from typing import Any
 
 from bridge.config import Settings
 from bridge.cycle.run import run_cycle
+from bridge.daemon.heap import trim_heap, tune_heap
 from bridge.daemon.systemd import sd_notify, watchdog_interval
 from bridge.errors import BridgeError, Cancelled
 from bridge.store import Store
@@ -97,51 +98,6 @@ class CycleTracker:
             log.error("cycle%s failed: %s", who, err)
         except Exception:
             log.exception("cycle%s crashed", who)
-
-
-# glibc's M_MMAP_THRESHOLD: blocks from this size up get their own mapping, given back
-# to the OS when freed (glibc otherwise raises the threshold after the first big free).
-_M_MMAP_THRESHOLD, _MMAP_FROM = -3, 128 * 1024
-_libc: Any = None
-
-
-def _glibc() -> Any:
-    """The C library when it is glibc, else None (musl, macOS: nothing to tune)."""
-    global _libc
-    if _libc is None:
-        import ctypes
-        import ctypes.util
-
-        try:
-            lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            _libc = lib if hasattr(lib, "malloc_trim") and hasattr(lib, "mallopt") else False
-        except OSError:
-            _libc = False
-    return _libc or None
-
-
-def tune_heap() -> None:
-    """Keep the frames of a cycle (numpy blocks of 100 KB to a few MB) out of the heap.
-
-    Measured with benchmarks/soak.py: RSS grew 10 MB in 9 simulated days with the trim
-    below alone and 6 MB with this too, at the same cycle time.
-    """
-    libc = _glibc()
-    if libc is not None:
-        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_FROM)
-
-
-def trim_heap() -> None:
-    """Give the heap freed by a cycle back to the OS (glibc's malloc_trim; else nothing).
-
-    A cycle parses files and answers and drops them on whichever scheduler thread runs
-    it; glibc keeps what they freed in per-thread arenas, so over weeks RSS can creep up
-    without any object being alive. (The meter step's pandas frames, which did that by
-    tens of MB in benchmarks/soak.py, now live and die in a child process.)
-    """
-    libc = _glibc()
-    if libc is not None:
-        libc.malloc_trim(0)
 
 
 def _watchdog(tracker: CycleTracker) -> None:

@@ -33,6 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bridge.config import Settings, WorkersSettings
+from bridge.daemon import heap
 from bridge.errors import ConfigError, RateLimited
 from bridge.store import Store
 
@@ -167,7 +168,12 @@ def build_app(libpq_url: str, w: WorkersSettings) -> Any:
 
     @app.task(name="rb.sync", retry=WaitForProvider(), pass_context=False)
     def sync(person: str, source: str) -> str:
-        return sync_account(person, source)
+        try:
+            return sync_account(person, source)
+        finally:
+            # A pull's pages are freed on the job's thread; give that memory back now
+            # rather than let each thread's arena keep its high-water mark.
+            heap.trim_heap()
 
     @app.task(name="rb.cycle")
     def cycle(person: str) -> str:
@@ -366,30 +372,6 @@ def schema_applied(settings: Settings) -> bool:
     return bool(row and row[0])
 
 
-M_ARENA_MAX = -8  # glibc's mallopt parameter
-
-
-def fewer_malloc_arenas(arenas: int = 2) -> bool:
-    """Cap glibc's malloc arenas for this process (before its threads start).
-
-    glibc gives threads their own arenas, up to 8 per core, and memory freed in one is not
-    reused by the others: a worker whose job threads each parse provider answers grew by
-    about 40 MB that way at 1,000 people (benchmarks/many_people.py, 180-198 MB per worker
-    against 141-146 MB with two arenas, same run). MALLOC_ARENA_MAX in the environment does
-    the same and wins; elsewhere than glibc this does nothing."""
-    import ctypes
-    import ctypes.util
-    import os
-
-    if os.environ.get("MALLOC_ARENA_MAX"):
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return bool(libc.mallopt(M_ARENA_MAX, arenas))
-    except (OSError, AttributeError):
-        return False
-
-
 def run_worker(
     settings: Settings,
     store: Store,
@@ -405,7 +387,8 @@ def run_worker(
 
     if not schema_applied(settings):
         raise ConfigError(f"the job queue's tables are missing in the database; {SCHEMA_HINT}")
-    fewer_malloc_arenas()
+    heap.fewer_arenas()
+    heap.tune_heap()
     set_context(settings, store)
     budget = SharedBudget(needs_postgres(settings), settings) if install_budget else None
     http.budget = budget

@@ -70,7 +70,7 @@ def test_the_daemon_talks_to_systemd(tmp_path):
 def test_every_cycle_gives_its_freed_heap_back_even_when_it_fails(settings, store, monkeypatch):
     # Without the trim, glibc's per-thread arenas keep what a cycle's frames freed and a
     # months-long daemon's RSS creeps up (benchmarks/soak.py).
-    import bridge.daemon.scheduler
+    import bridge.daemon.heap
 
     trims = []
     monkeypatch.setattr(bridge.daemon.scheduler, "trim_heap", lambda: trims.append(1))
@@ -84,11 +84,11 @@ def test_every_cycle_gives_its_freed_heap_back_even_when_it_fails(settings, stor
 def test_the_heap_settings_find_glibc_and_are_a_no_op_elsewhere():
     import platform
 
-    import bridge.daemon.scheduler
+    import bridge.daemon.heap
 
-    bridge.daemon.scheduler.tune_heap()
-    bridge.daemon.scheduler.trim_heap()  # the second lookup reuses the first
-    assert (bridge.daemon.scheduler._glibc() is not None) == (platform.libc_ver()[0] == "glibc")
+    bridge.daemon.heap.tune_heap()
+    bridge.daemon.heap.trim_heap()  # the second lookup reuses the first
+    assert (bridge.daemon.heap._glibc() is not None) == (platform.libc_ver()[0] == "glibc")
 
 
 def _busy_calendar(path, events: int) -> None:
@@ -171,11 +171,11 @@ def test_a_worker_caps_malloc_arenas_unless_the_environment_says(
 ) -> None:
     import platform
 
-    from bridge.daemon.workers import fewer_malloc_arenas
+    from bridge.daemon.heap import fewer_arenas
 
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("malloc arenas are glibc's")
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
-    assert fewer_malloc_arenas() is False  # the operator's setting stands
+    assert fewer_arenas() is False  # the operator's setting stands
     monkeypatch.delenv("MALLOC_ARENA_MAX")
-    assert fewer_malloc_arenas() is True
+    assert fewer_arenas() is True
