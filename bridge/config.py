@@ -246,6 +246,24 @@ class NotifySettings(_Section):
     webhook_url: str = ""
     callback_url: str = ""
     timeout_seconds: float = Field(10.0, gt=0, le=120)
+    # "HH:MM" in the person's zone: a daily ntfy check-in with one-tap buttons; "" = none.
+    checkin_at: str = ""
+
+    @field_validator("checkin_at")
+    @classmethod
+    def _check_checkin_at(cls, value: str) -> str:
+        if value and not re.fullmatch(r"\d\d:\d\d", value):
+            raise ValueError(f'{value!r} is not a time like "08:30" (or "" for none)')
+        if value:
+            try:
+                time.fromisoformat(value)
+            except ValueError:
+                raise ValueError(f'{value!r} is not a time like "08:30"') from None
+        return value
+
+    @property
+    def checkin_time(self) -> time | None:
+        return time.fromisoformat(self.checkin_at) if self.checkin_at else None
 
 
 def _check_topic(value: str) -> str:
