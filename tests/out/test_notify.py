@@ -292,17 +292,17 @@ def test_a_failed_checkin_question_is_retried_then_given_up(demo, memory_keyring
     assert route.call_count == 3
 
 
-@respx.mock(assert_all_called=False)
 def test_no_checkin_question_unless_a_time_is_set(demo, memory_keyring):
     from bridge.daemon.scheduler import build_scheduler
     from bridge.out.notify import notify_checkin
 
     settings, store = demo
     plain = configured(settings, ntfy_server=NTFY, ntfy_topic="t", callback_url=CALLBACK)
-    route = respx.post(f"{NTFY}/").mock(return_value=httpx.Response(200))
     assert plain.notify.checkin_at == ""  # off by default
-    for minute in range(0, 24 * 60, 10):
-        assert notify_checkin(store, plain, DEMO_NOW + timedelta(minutes=minute)) == {}
+    with respx.mock(assert_all_called=False) as router:
+        route = router.post(f"{NTFY}/").mock(return_value=httpx.Response(200))
+        for minute in range(0, 24 * 60, 10):
+            assert notify_checkin(store, plain, DEMO_NOW + timedelta(minutes=minute)) == {}
     assert route.call_count == 0
     assert "checkin" not in {j.id for j in build_scheduler(plain, store).get_jobs()}
     assert "checkin" in {j.id for j in build_scheduler(asking(settings), store).get_jobs()}

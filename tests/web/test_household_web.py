@@ -230,8 +230,8 @@ def test_each_person_is_asked_on_their_own_topic_and_their_buttons_write_only_th
         }
     )
     me, ana = (settings, store), (settings.for_person("ana"), store.as_person("ana"))
-    with respx.mock:
-        route = respx.post(f"{NTFY}/").mock(return_value=httpx.Response(200))
+    with respx.mock as router:
+        route = router.post(f"{NTFY}/").mock(return_value=httpx.Response(200))
         for theirs, their_store in (me, ana):
             assert notify_checkin(their_store, theirs, DEMO_NOW) == {"ntfy": "sent"}
         bodies = [json.loads(call.request.content) for call in route.calls]

@@ -619,8 +619,8 @@ def test_a_checkin_button_works_when_its_token_was_made_after_the_server_started
         }
     )
     with client(settings, store) as c:  # loopback, one person: no token yet
-        with respx.mock:
-            route = respx.post("https://ntfy.example.org/").mock(return_value=httpx.Response(200))
+        with respx.mock as router:
+            route = router.post("https://ntfy.example.org/").mock(return_value=httpx.Response(200))
             notify_checkin(store, settings, DEMO_NOW)
         low = json.loads(route.calls.last.request.content)["actions"][0]
         done = c.post("/api/checkin", headers=low["headers"], content=low["body"])
