@@ -386,7 +386,10 @@ class Settings(_Section):
         if own is not None and own.timezone:
             update["timezone"] = own.timezone
         if own is not None and own.notify is not None:
-            update["notify"] = own.notify
+            # Their keys over the installation's: `ntfy_topic` alone is their own topic on
+            # the installation's server (and `checkin_at` alone their own time).
+            mine = {key: getattr(own.notify, key) for key in own.notify.model_fields_set}
+            update["notify"] = self.notify.model_copy(update=mine)
         if name != DEFAULT_PERSON:
             # Home Assistant shows one device per person: their own topics and device id.
             base = f"{self.mqtt.base_topic}/{name}"
