@@ -246,6 +246,24 @@ class NotifySettings(_Section):
     webhook_url: str = ""
     callback_url: str = ""
     timeout_seconds: float = Field(10.0, gt=0, le=120)
+    # "HH:MM" in the person's zone: a daily ntfy check-in with one-tap buttons; "" = none.
+    checkin_at: str = ""
+
+    @field_validator("checkin_at")
+    @classmethod
+    def _check_checkin_at(cls, value: str) -> str:
+        if value and not re.fullmatch(r"\d\d:\d\d", value):
+            raise ValueError(f'{value!r} is not a time like "08:30" (or "" for none)')
+        if value:
+            try:
+                time.fromisoformat(value)
+            except ValueError:
+                raise ValueError(f'{value!r} is not a time like "08:30"') from None
+        return value
+
+    @property
+    def checkin_time(self) -> time | None:
+        return time.fromisoformat(self.checkin_at) if self.checkin_at else None
 
 
 def _check_topic(value: str) -> str:
@@ -368,7 +386,10 @@ class Settings(_Section):
         if own is not None and own.timezone:
             update["timezone"] = own.timezone
         if own is not None and own.notify is not None:
-            update["notify"] = own.notify
+            # Their keys over the installation's: `ntfy_topic` alone is their own topic on
+            # the installation's server (and `checkin_at` alone their own time).
+            mine = {key: getattr(own.notify, key) for key in own.notify.model_fields_set}
+            update["notify"] = self.notify.model_copy(update=mine)
         if name != DEFAULT_PERSON:
             # Home Assistant shows one device per person: their own topics and device id.
             base = f"{self.mqtt.base_topic}/{name}"

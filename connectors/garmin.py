@@ -34,6 +34,7 @@ from connectors.live import (
     packed_sleep,
     page_items,
     pull_start,
+    wake_time,
 )
 from connectors.registry import auth_command
 
@@ -286,20 +287,6 @@ def sleep_records(doc: dict[str, Any], tz: tzinfo = UTC) -> list[ReadingRecord]:
     return out
 
 
-def _wake_time(day: dict[str, Any], start: datetime, end: datetime) -> datetime | None:
-    """When the day's main sleep ended: its SLEEP event in the Body Battery event list."""
-    for event in day.get("bodyBatteryActivityEventList") or []:
-        if not isinstance(event, dict) or event.get("eventType") != "SLEEP":
-            continue
-        began, length = event.get("eventStartTimeGmt"), event.get("durationInMilliseconds")
-        if not began or not isinstance(length, int | float):
-            continue
-        woke = _gmt(str(began)) + timedelta(milliseconds=length)
-        if start <= woke <= end:
-            return woke
-    return None
-
-
 def summary_records(day: dict[str, Any], tz: tzinfo = UTC) -> list[ReadingRecord]:
     """The day so far: steps and average stress over [day start, last upload], resting HR
     at its start, Body Battery at wake-up.
@@ -331,7 +318,7 @@ def summary_records(day: dict[str, Any], tz: tzinfo = UTC) -> list[ReadingRecord
     stress = day.get("averageStressLevel")
     if stress is not None and stress >= 0:
         out.append(ReadingRecord("stress", start, end, float(stress), "", "day_avg", ORIGIN))
-    woke = _wake_time(day, start, end)
+    woke = wake_time(day, start, end)
     for label, key in (
         ("at_wake", "bodyBatteryAtWakeTime"),
         ("highest", "bodyBatteryHighestValue"),

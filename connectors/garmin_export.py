@@ -30,7 +30,7 @@ from bridge.errors import InputError
 from connectors import fit
 from connectors.archive import open_zip, read_member
 from connectors.base import ReadContext, ReadingRecord, Skipped
-from connectors.live import packed_sleep
+from connectors.live import packed_sleep, wake_time
 
 KIND = "garmin-export"
 SOURCE = "garmin_export"
@@ -163,8 +163,18 @@ def _num(value: Any) -> float | None:
 
 
 def _uds(entry: dict[str, Any], ctx: ReadContext) -> Iterator[ReadingRecord]:
+    """One day's summary, as one fact (`day:<calendarDate>`, as the API connector names
+    it): importing a later export replaces the day's rows instead of adding to them."""
     if "calendarDate" not in entry:
         return
+    records = list(_uds_records(entry, ctx))
+    revision = f"day:{str(entry['calendarDate'])[:10]}"
+    for rec in records:
+        rec.revision = revision
+    yield from records
+
+
+def _uds_records(entry: dict[str, Any], ctx: ReadContext) -> Iterator[ReadingRecord]:
     start, end = _day(entry, ctx)
     origin = ORIGIN["uds"]
     rhr = _num(entry.get("restingHeartRate"))
@@ -184,31 +194,45 @@ def _uds(entry: dict[str, Any], ctx: ReadContext) -> Iterator[ReadingRecord]:
     yield from _body_battery(entry, start, end, origin)
 
 
+# Garmin's Body Battery stats -> the labels the Garmin API connector stores for the same
+# facts (connectors/garmin.py), so the meters read both alike: the value at wake-up
+# (the meters' input) and the day's highest and lowest (kept with the day, read by none).
+# MOSTRECENT is whatever the watch showed at its last sync of the day, at no moment the
+# export states: it describes no time the meters could use, and is not stored.
+BODY_BATTERY = {"ATWAKETIME": "at_wake", "HIGHEST": "highest", "LOWEST": "lowest"}
+BODY_BATTERY_FLAT = {
+    "bodyBatteryAtWakeTime": "at_wake",
+    "bodyBatteryHighestValue": "highest",
+    "bodyBatteryLowestValue": "lowest",
+}
+
+
 def _body_battery(
     entry: dict[str, Any], start: datetime, end: datetime, origin: str
 ) -> Iterator[ReadingRecord]:
-    """Body battery stats of a day, labelled by kind (highest, lowest, most_recent, ...)."""
+    """A day's Body Battery: at wake-up, dated at the wake-up as the API connector dates it
+    (the day's SLEEP event; the day's start without one), and the day's highest and lowest."""
     values: dict[str, float] = {}
     block = entry.get("bodyBattery")
     if isinstance(block, dict):
         for stat in block.get("bodyBatteryStatList", []) or []:
             value = _num(stat.get("statsValue"))
-            kind = str(stat.get("bodyBatteryStatType", "")).lower()
-            if value is not None and kind:
-                values[kind] = value
-    flat = {
-        "bodyBatteryHighestValue": "highest",
-        "bodyBatteryLowestValue": "lowest",
-        "bodyBatteryMostRecentValue": "mostrecent",
-        "bodyBatteryAtWakeTime": "atwaketime",
-    }
-    for key, kind in flat.items():
+            label = BODY_BATTERY.get(str(stat.get("bodyBatteryStatType", "")).upper())
+            if value is not None and label:
+                values[label] = value
+    for key, label in BODY_BATTERY_FLAT.items():
         value = _num(entry.get(key))
         if value is not None:
-            values.setdefault(kind, value)
-    for kind, value in sorted(values.items()):
-        if 0 <= value <= 100:
-            yield ReadingRecord("body_battery", start, end, value, "score", kind, origin)
+            values.setdefault(label, value)
+    woke = wake_time(entry, start, end)
+    for label, value in sorted(values.items()):
+        if not 0 <= value <= 100:
+            continue
+        if label == "at_wake":
+            when = (woke or start).astimezone(start.tzinfo)
+            yield ReadingRecord("body_battery", when, when, value, "score", label, origin)
+        else:
+            yield ReadingRecord("body_battery", start, end, value, "score", label, origin)
 
 
 def _sleep(entry: dict[str, Any], ctx: ReadContext) -> Iterator[ReadingRecord]:

@@ -148,6 +148,21 @@ def normalize(
     return out
 
 
+def wake_time(day: dict[str, Any], start: datetime, end: datetime) -> datetime | None:
+    """When a Garmin day's main sleep ended: the SLEEP event of its Body Battery event list
+    (the API's daily summary and the export's UDS file carry the same list)."""
+    for event in day.get("bodyBatteryActivityEventList") or []:
+        if not isinstance(event, dict) or event.get("eventType") != "SLEEP":
+            continue
+        began, length = event.get("eventStartTimeGmt"), event.get("durationInMilliseconds")
+        if not isinstance(began, str) or not began or not isinstance(length, int | float):
+            continue
+        woke = datetime.fromisoformat(began).replace(tzinfo=UTC) + timedelta(milliseconds=length)
+        if start <= woke <= end:
+            return woke
+    return None
+
+
 def packed_sleep(
     start: datetime, end: datetime, in_bed: float, minutes: dict[str, float], origin: str
 ) -> list[ReadingRecord]:

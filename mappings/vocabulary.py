@@ -168,7 +168,7 @@ VENDOR_SCORES: tuple[VendorScore, ...] = (
         metric="body_battery",
         name="Body Battery",
         unit="0-100",
-        labels=("", "at_wake", "atwaketime", "mostrecent"),
+        labels=("", "at_wake"),
         inputs=("body_battery",),
     ),
     VendorScore(metric="readiness_score", name="readiness", unit="0-100"),

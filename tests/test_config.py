@@ -139,3 +139,26 @@ def test_posix_tz_string_is_one_line_telling_to_set_timezone(monkeypatch, tmp_pa
     assert len(result.output.strip().splitlines()) == 1
     # A zone set in the config wins over any TZ.
     assert str(Settings(timezone="Europe/Berlin").tz) == "Europe/Berlin"
+
+
+def test_a_persons_notify_keys_override_the_installations_and_the_rest_is_kept():
+    settings = Settings.model_validate(
+        {
+            "notify": {
+                "ntfy_server": "https://ntfy.lan",
+                "ntfy_topic": "me",
+                "checkin_at": "08:30",
+            },
+            "people": {"ana": {"notify": {"ntfy_topic": "ana", "checkin_at": "07:45"}}},
+        }
+    )
+    ana, me = settings.for_person("ana").notify, settings.for_person("me").notify
+    assert (ana.ntfy_server, ana.ntfy_topic, ana.checkin_at) == ("https://ntfy.lan", "ana", "07:45")
+    assert (me.ntfy_topic, me.checkin_at) == ("me", "08:30")
+    off = Settings.model_validate(
+        {
+            "notify": {"ntfy_server": "https://ntfy.lan", "ntfy_topic": "me"},
+            "people": {"bo": {"notify": {"ntfy_topic": ""}}},
+        }
+    )
+    assert off.for_person("bo").notify.ntfy_topic == ""  # said so: no ntfy for bo

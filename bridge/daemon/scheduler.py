@@ -129,6 +129,20 @@ def _refit_adapters(people: Sequence[tuple[Settings, Store]]) -> None:
         _refit_adapter(settings, store)
 
 
+def _ask_checkins(people: Sequence[tuple[Settings, Store]]) -> None:
+    """Each person's daily check-in question, when their `[notify] checkin_at` has come."""
+    from bridge.out.notify import notify_checkin
+
+    now = datetime.now(UTC)
+    for settings, store in people:
+        try:
+            notify_checkin(store, settings, now)
+        except BridgeError as err:
+            log.error("check-in question for %s failed: %s", settings.person, err)
+        except Exception:
+            log.exception("check-in question for %s crashed", settings.person)
+
+
 def build_scheduler(
     settings: Settings,
     store: Store,
@@ -165,6 +179,21 @@ def build_scheduler(
             coalesce=True,
             max_instances=1,
             next_run_time=datetime.now(UTC),
+        )
+    asking = [(s, st) for s, st in people if s.notify.checkin_at]
+    if asking:
+        # Every minute: the question goes out within a minute of the time each person
+        # picked; whether it went today is kept in their database rows, not here.
+        scheduler.add_job(
+            _ask_checkins,
+            "interval",
+            args=(asking,),
+            id="checkin",
+            minutes=1,
+            next_run_time=datetime.now(UTC),
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=None,
         )
     if settings.runner.adapter_refit_days > 0:
         scheduler.add_job(

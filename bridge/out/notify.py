@@ -1,8 +1,10 @@
-"""Telling the person about a new recommendation: ntfy (with Accept / Ignore) and a webhook.
+"""Telling the person about a new recommendation: ntfy (with Accept / Ignore) and a webhook;
+and, at the time they pick, asking how they feel (ntfy, with one-tap check-in buttons).
 
 Each recommendation is announced at most once per channel: a row in `notifications` is
 claimed before sending, so restarts and repeated cycles never send twice. A send that
 failed is retried on later cycles (up to MAX_ATTEMPTS) while its slot is still open.
+The daily check-in question is claimed the same way, in the person's meta row for its day.
 Nothing is sent unless [notify] names a server or URL.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -21,7 +23,7 @@ from bridge.config import Settings
 from bridge.out.snapshot import recommendation_document
 from bridge.store import Store, upsert
 from bridge.store.db import utcnow
-from bridge.store.models import Feedback, Notification, Recommendation
+from bridge.store.models import Feedback, Meta, Notification, Recommendation
 from mappings.slots import SlotKey, slot_bounds
 
 log = logging.getLogger("rhythm_bridge.notify")
@@ -326,3 +328,123 @@ def notify_no_window(
         if own:
             client.close()
     return results
+
+
+# ---- the daily check-in question ------------------------------------------------------
+
+CHECKIN_META = "checkin_prompt"
+CHECKIN_PATH = "/api/checkin"
+# A daemon that was down at the chosen time still asks within this long after it; later
+# in the day the question would be about another part of it, and is skipped.
+CHECKIN_GRACE = timedelta(hours=2)
+# ntfy shows at most three action buttons: energy, the item most people can say at a
+# glance, as low / ok / high on the 1-5 scale. The page's form asks everything, 1-5.
+CHECKIN_BUTTONS = (("Energy low", 2), ("OK", 3), ("Energy high", 4))
+
+
+def checkin_due(settings: Settings, now: datetime) -> date | None:
+    """The day whose check-in question is due at `now` (`[notify] checkin_at` in the
+    person's zone, up to CHECKIN_GRACE after it), or None."""
+    at = settings.notify.checkin_time
+    if at is None or "ntfy" not in channels(settings):
+        return None
+    local = now.astimezone(settings.tz)
+    # Yesterday's too: a question asked at 23:30 is still due at 00:30.
+    for day in (local.date(), local.date() - timedelta(days=1)):
+        due = datetime.combine(day, at, tzinfo=settings.tz)
+        if due <= local < due + CHECKIN_GRACE:
+            return day
+    return None
+
+
+def _checkin_token(settings: Settings) -> str | None:
+    """The person's check-in token (bridge.auth.access.checkin_token): never the access
+    token itself, which would open the whole page to whoever reads the notification."""
+    from bridge.auth.access import checkin_token
+
+    access = _callback_token(settings)
+    return checkin_token(access) if access else None
+
+
+def checkin_message(settings: Settings, token: str | None) -> dict[str, Any]:
+    """The JSON ntfy publishes: the question, and with a callback URL and a token, buttons
+    that POST the answer to the page's check-in API as this person."""
+    cfg = settings.notify
+    msg: dict[str, Any] = {
+        "topic": cfg.ntfy_topic,
+        "title": "How is your energy?",
+        "message": "One tap answers. The page asks more (mood, stress, focus, ...).",
+        "tags": ["rhythm-bridge"],
+    }
+    base = cfg.callback_url.rstrip("/")
+    if base:
+        msg["click"] = f"{base}/#checkin"
+        if token:
+            msg["actions"] = [
+                {
+                    "action": "http",
+                    "label": label,
+                    "url": f"{base}{CHECKIN_PATH}",
+                    "method": "POST",
+                    "headers": {
+                        "Authorization": f"Bearer {token}",
+                        "Content-Type": "application/json",
+                    },
+                    "body": json.dumps({"energy": value}),
+                    "clear": True,
+                }
+                for label, value in CHECKIN_BUTTONS
+            ]
+    return msg
+
+
+def _claim_checkin(store: Store, day: date) -> bool:
+    """Mark the day's question as being sent; False when it was sent, is being sent, or
+    gave up after MAX_ATTEMPTS."""
+    with store.transaction() as session:
+        row = session.get(Meta, (store.person, CHECKIN_META))
+        state = json.loads(row.value) if row else {}
+        if state.get("date") == day.isoformat():
+            if state.get("status") != "failed" or state.get("attempts", 0) >= MAX_ATTEMPTS:
+                return False
+            attempts = state["attempts"] + 1
+        else:
+            attempts = 1
+        state = {"date": day.isoformat(), "status": "sending", "attempts": attempts}
+        store.set_meta(session, CHECKIN_META, json.dumps(state))
+        return True
+
+
+def _finish_checkin(store: Store, day: date, error: str | None) -> None:
+    raw = store.get_meta(CHECKIN_META)
+    state = json.loads(raw) if raw else {"date": day.isoformat(), "attempts": 1}
+    state.update(status="failed" if error else "sent", error=error)
+    with store.transaction() as session:
+        store.set_meta(session, CHECKIN_META, json.dumps(state))
+
+
+def notify_checkin(
+    store: Store, settings: Settings, now: datetime, *, client: httpx.Client | None = None
+) -> dict[str, str]:
+    """Ask the person how they feel, once a day at `[notify] checkin_at` (ntfy only).
+
+    Returns {"ntfy": "sent" | "failed: ..."} when it tried, {} when nothing was due or it
+    was already sent today (a restart does not ask twice).
+    """
+    day = checkin_due(settings, now)
+    if day is None or not _claim_checkin(store, day):
+        return {}
+    token = _checkin_token(settings) if settings.notify.callback_url else None
+    own = client is None
+    client = client or httpx.Client(timeout=settings.notify.timeout_seconds)
+    try:
+        _post(client, settings, "ntfy", checkin_message(settings, token))
+        error = None
+    except httpx.HTTPError as err:
+        error = str(err) if isinstance(err, httpx.HTTPStatusError) else type(err).__name__
+        log.warning("check-in question via ntfy failed: %s", error)
+    finally:
+        if own:
+            client.close()
+    _finish_checkin(store, day, error)
+    return {"ntfy": "sent" if error is None else f"failed: {error}"}

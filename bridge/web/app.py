@@ -25,7 +25,13 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bridge.auth.access import ensure_access_token, get_access_token, get_admin_token
+from bridge.auth.access import (
+    CHECKIN_PREFIX,
+    checkin_token,
+    ensure_access_token,
+    get_access_token,
+    get_admin_token,
+)
 from bridge.config import Settings
 from bridge.cycle.answer import answer
 from bridge.errors import BridgeError, InputError
@@ -64,6 +70,8 @@ SECURITY_HEADERS = {
 }
 PUSH_PREFIX = push.PUSH_PREFIX
 PEOPLE_PATH = "/api/people"
+# Also opened by a check-in notification's token (bridge.out.notify), and only this path.
+CHECKIN_API = "/api/checkin"
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 
 
@@ -83,6 +91,12 @@ class WebState:
         auth = request.headers.get("authorization", "")
         scheme, _, value = auth.partition(" ")
         return value.strip() if scheme.lower() == "bearer" else None
+
+    def checkin_token(self) -> str | None:
+        """The token this person's check-in notifications carry (None without an access
+        token); read anew when none was there at start, as the notifier makes one."""
+        key = self.token or get_access_token(self.settings)
+        return checkin_token(key) if key else None
 
     def check_write(self, request: Request, form_token: str | None = None) -> None:
         """A state-changing request needs the bearer token or the page's CSRF token."""
@@ -111,6 +125,15 @@ def _person_of(states: list[WebState], request: Request) -> WebState | None:
         return first
     sent = (first.bearer(request), request.cookies.get(access.COOKIE))
     return next((st for st in states if any(access.same(t, st.token) for t in sent)), None)
+
+
+def _requester(states: list[WebState], request: Request, path: str) -> tuple[WebState | None, bool]:
+    """Whom the request is served as, and whether by a check-in token: that token writes
+    its one person's check-in (CHECKIN_API) and opens nothing else."""
+    sent = states[0].bearer(request)
+    if path == CHECKIN_API and sent and sent.startswith(CHECKIN_PREFIX):
+        return next((st for st in states if access.same(sent, st.checkin_token())), None), True
+    return _person_of(states, request), False
 
 
 class Guard:
@@ -151,8 +174,8 @@ class Guard:
             # The household admin's one route; a person's token does not open it.
             if not access.same(self.state.bearer(request), self.admin):
                 refusal = JSONResponse({"error": "the household admin token is required"}, 401)
-        elif (whose := _person_of(self.states, request)) is not None:
-            scope.setdefault("state", {})["person_state"] = whose
+        elif (whose := _requester(self.states, request, path))[0] is not None:
+            scope.setdefault("state", {}).update(person_state=whose[0], by_checkin_token=whose[1])
         else:
             if path.startswith("/api/"):
                 refusal = JSONResponse(
@@ -317,6 +340,35 @@ async def checkin_form(request: Request) -> Response:
     s = st.settings
     record_checkins(st.store, answers, st.now(), s.tz, s.boundaries, source="web")
     return RedirectResponse("/?done=checkin#checkin", status_code=303)
+
+
+async def api_checkin(request: Request) -> Response:
+    """POST {"energy": 4, "stress": 2, ...} (1-5 each, any subset): a check-in now, as the
+    page's form stores it. The buttons of the check-in notification call it with the
+    person's check-in token; the access token (or the page's CSRF token) works too."""
+    from bridge.intake.checkins import parse_answers, record_checkins
+
+    st = _state(request)
+    by_button = bool(getattr(request.state, "by_checkin_token", False))
+    if not by_button:
+        st.check_write(request)
+    body = await _json(request)
+    for name, value in body.items():
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise InputError(f"{name}: a number 1-5 is required")
+    answers = parse_answers([f"{k}={v}" for k, v in body.items()])
+    s = st.settings
+    rows = record_checkins(
+        st.store, answers, st.now(), s.tz, s.boundaries, source="ntfy" if by_button else "api"
+    )
+    return JSONResponse(
+        {
+            "local_date": rows[0]["local_date"].isoformat(),
+            "slot": rows[0]["slot"],
+            "answers": {row["item"]: row["value"] for row in rows},
+        },
+        status_code=201,
+    )
 
 
 def validity_page(request: Request) -> Response:
@@ -617,6 +669,7 @@ def create_app(
             Route("/api/history", api_history),
             Route("/api/recommendation", api_recommendation),
             Route("/api/feedback", api_feedback, methods=["GET", "POST"]),
+            Route(CHECKIN_API, api_checkin, methods=["POST"]),
             Route("/api/events", api_events),
             Route("/api/events/{event_id}/label", api_label, methods=["POST"]),
             Route("/api/questions", api_questions, methods=["GET", "POST"]),

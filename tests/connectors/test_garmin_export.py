@@ -191,3 +191,121 @@ def test_fit_files_inside_the_export_are_read(ctx, tmp_path):
         InputError, match=r"bad\.zip: DI_CONNECT/DI-Connect-Monitor/x\.fit: not a readable FIT"
     ):
         list(garmin_export.read(broken, ctx))
+
+
+# A day whose summary says when the person woke (its SLEEP event: 22:14 GMT + 7 h 36 min
+# = 05:50 GMT, 06:50 in Berlin) and what the Body Battery was then.
+BB_DAY = {
+    "calendarDate": "2026-11-18",
+    "wellnessStartTimeGmt": "2026-11-17T23:00:00.0",
+    "wellnessStartTimeLocal": "2026-11-18T00:00:00.0",
+    "restingHeartRate": 50,
+    "bodyBatteryAtWakeTime": 77,
+    "bodyBattery": {
+        "bodyBatteryStatList": [
+            {"bodyBatteryStatType": "HIGHEST", "statsValue": 81},
+            {"bodyBatteryStatType": "LOWEST", "statsValue": 19},
+            {"bodyBatteryStatType": "MOSTRECENT", "statsValue": 23},
+        ]
+    },
+    "bodyBatteryActivityEventList": [
+        {
+            "eventType": "SLEEP",
+            "eventStartTimeGmt": "2026-11-17T22:14:00.0",
+            "durationInMilliseconds": 27_360_000,
+        }
+    ],
+}
+
+
+def _bb_export(tmp_path, day=BB_DAY, name="bb.zip"):
+    return _export(
+        tmp_path,
+        {"DI-Connect-Aggregator/UDSFile_2026-11-18_2026-11-19.json": json.dumps([day])},
+        name,
+    )
+
+
+def _body_battery_rows(store):
+    from sqlalchemy import select
+
+    with store.session() as s:
+        rows = s.execute(select(Reading).where(Reading.metric == "body_battery")).scalars()
+        return sorted((r.label, r.value, r.start_utc, r.end_utc) for r in rows)
+
+
+def test_an_exports_body_battery_at_wake_is_vitalitys_input(store, ctx, tmp_path):
+    """The export stores the API connector's labels, so the meters read its Body Battery."""
+    from datetime import UTC, date, datetime
+
+    from bridge.cycle.meters import load_frames
+    from mappings.meters import compute_slots
+    from mappings.slots import SlotKey
+
+    import_file(store, "garmin-export", _bb_export(tmp_path), ctx)
+    woke = datetime(2026, 11, 18, 5, 50, tzinfo=UTC)
+    assert [(label, value) for label, value, *_ in _body_battery_rows(store)] == [
+        ("at_wake", 77),  # dated at the wake-up, like the API's
+        ("highest", 81),
+        ("lowest", 19),  # the most recent (no moment) is not stored
+    ]
+    assert _body_battery_rows(store)[0][2:] == (woke, woke)
+    lo, hi = datetime(2026, 11, 10, tzinfo=UTC), datetime(2026, 11, 19, tzinfo=UTC)
+    readings, events = load_frames(store, lo, hi)
+    (res,) = compute_slots(readings, events, [SlotKey(date(2026, 11, 18), 1)], tz=ctx.tz, now=hi)
+    vitality = res.meters["vitality"].provenance
+    used = {i["name"]: i for i in vitality["inputs"]}
+    assert used["body_battery"]["value"] == 77
+    assert "body_battery" not in vitality.get("missing", [])
+
+
+def test_rows_stored_under_the_old_labels_are_relabelled_and_a_reimport_adds_nothing(
+    database_url, ctx, tmp_path
+):
+    """Migration i38_body_battery_labels: what an earlier import stored (the value at wake
+    as "atwaketime" over the whole day, the most recent value) becomes the new rows, and
+    importing the same export again leaves one row per fact."""
+    from datetime import UTC, datetime
+
+    from alembic import command
+    from sqlalchemy import text
+
+    from bridge.store import Store
+    from bridge.store.db import _alembic_config
+
+    store = Store(database_url)
+    try:
+        cfg = _alembic_config(store.engine)
+        command.downgrade(cfg, "i42_event_place")
+        day_start, day_end = "2026-11-17 23:00:00.000000", "2026-11-18 23:00:00.000000"
+        with store.engine.begin() as conn:
+            old = (("atwaketime", 77), ("highest", 81), ("lowest", 19), ("mostrecent", 23))
+            for label, value in old:
+                conn.execute(
+                    text(
+                        "INSERT INTO readings (person, source, metric, origin, start_utc, "
+                        "end_utc, utc_offset_min, value, unit, label, device, revision, "
+                        "imported_at) VALUES (:p, 'garmin_export', 'body_battery', "
+                        "'Garmin daily summary', :a, :b, 60, :v, 'score', :l, '', '', :a)"
+                    ),
+                    {"p": store.person, "a": day_start, "b": day_end, "v": value, "l": label},
+                )
+        command.upgrade(cfg, "head")
+        start = datetime(2026, 11, 17, 23, tzinfo=UTC)
+        end = datetime(2026, 11, 18, 23, tzinfo=UTC)
+        # Not yet re-imported: the value at wake, at the day's start (no wake-up known).
+        assert _body_battery_rows(store) == [
+            ("at_wake", 77, start, start),
+            ("highest", 81, start, end),
+            ("lowest", 19, start, end),
+        ]
+        for _ in range(2):
+            import_file(store, "garmin-export", _bb_export(tmp_path), ctx, force=True)
+            woke = datetime(2026, 11, 18, 5, 50, tzinfo=UTC)
+            assert _body_battery_rows(store) == [
+                ("at_wake", 77, woke, woke),
+                ("highest", 81, start, end),
+                ("lowest", 19, start, end),
+            ]
+    finally:
+        store.dispose()

@@ -197,3 +197,125 @@ def test_the_buttons_make_the_access_token_when_there_is_none_yet(demo, memory_k
     token = memory_keyring.get_password("rhythm-bridge", "web-access-token")
     accept = json.loads(route.calls.last.request.content)["actions"][0]
     assert token and accept["headers"]["Authorization"] == f"Bearer {token}"
+
+
+# ---- the daily check-in question ------------------------------------------------------
+
+CALLBACK = "http://192.168.1.20:8765"
+
+
+def asking(settings, **more):
+    return configured(
+        settings,
+        ntfy_server=NTFY,
+        ntfy_topic="rb-7f3a",
+        callback_url=CALLBACK + "/",
+        checkin_at="08:30",
+        **more,
+    )
+
+
+@respx.mock
+def test_the_checkin_question_is_the_json_ntfy_documents_with_three_http_buttons(
+    demo, memory_keyring
+):
+    from bridge.auth.access import checkin_token
+    from bridge.out.notify import notify_checkin
+
+    settings, store = demo
+    settings = asking(settings)
+    set_ntfy_token(settings, "tk_ntfy")
+    route = respx.post(f"{NTFY}/").mock(return_value=httpx.Response(200, json={"id": "q"}))
+    assert notify_checkin(store, settings, DEMO_NOW) == {"ntfy": "sent"}  # 08:40 >= 08:30
+    request = route.calls.last.request
+    assert request.headers["authorization"] == "Bearer tk_ntfy"  # the ntfy server's own
+    access = ensure_access_token(settings)
+    token = checkin_token(access)
+    button = {
+        "action": "http",
+        "url": f"{CALLBACK}/api/checkin",
+        "method": "POST",
+        "headers": {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        "clear": True,
+    }
+    assert json.loads(request.content) == {
+        "topic": "rb-7f3a",
+        "title": "How is your energy?",
+        "message": "One tap answers. The page asks more (mood, stress, focus, ...).",
+        "tags": ["rhythm-bridge"],
+        "click": f"{CALLBACK}/#checkin",
+        "actions": [  # ntfy shows three at most
+            {**button, "label": "Energy low", "body": '{"energy": 2}'},
+            {**button, "label": "OK", "body": '{"energy": 3}'},
+            {**button, "label": "Energy high", "body": '{"energy": 4}'},
+        ],
+    }
+    # The buttons carry the narrow check-in token, never the page's access token.
+    assert access not in request.content.decode() and token != access
+
+
+@respx.mock
+def test_the_checkin_question_goes_once_a_day_across_restarts(demo, memory_keyring):
+    from bridge.out.notify import notify_checkin
+
+    settings, store = demo
+    settings = asking(settings)
+    route = respx.post(f"{NTFY}/").mock(return_value=httpx.Response(200))
+    early = DEMO_NOW.replace(hour=8, minute=29)
+    assert notify_checkin(store, settings, early) == {}  # not yet
+    assert notify_checkin(store, settings, DEMO_NOW) == {"ntfy": "sent"}
+    assert notify_checkin(store, settings, DEMO_NOW + timedelta(minutes=1)) == {}
+    store.dispose()
+    reopened = Store(settings.database_url)  # a restart: only the database remembers
+    try:
+        assert notify_checkin(reopened, settings, DEMO_NOW + timedelta(minutes=5)) == {}
+        assert route.call_count == 1
+        # The next day asks again; a daemon down until 2 h past the time skips the day.
+        tomorrow = DEMO_NOW + timedelta(days=1)
+        assert notify_checkin(reopened, settings, tomorrow) == {"ntfy": "sent"}
+        late = DEMO_NOW + timedelta(days=2, hours=2)  # 10:40, more than 2 h after 08:30
+        assert notify_checkin(reopened, settings, late) == {}
+        assert route.call_count == 2
+    finally:
+        reopened.dispose()
+
+
+@respx.mock
+def test_a_failed_checkin_question_is_retried_then_given_up(demo, memory_keyring):
+    from bridge.out.notify import notify_checkin
+
+    settings, store = demo
+    settings = asking(settings)
+    route = respx.post(f"{NTFY}/").mock(return_value=httpx.Response(502))
+    results = [notify_checkin(store, settings, DEMO_NOW + timedelta(minutes=i)) for i in range(5)]
+    assert [r.get("ntfy", "")[:6] for r in results] == ["failed"] * 3 + [""] * 2
+    assert route.call_count == 3
+
+
+def test_no_checkin_question_unless_a_time_is_set(demo, memory_keyring):
+    from bridge.daemon.scheduler import build_scheduler
+    from bridge.out.notify import notify_checkin
+
+    settings, store = demo
+    plain = configured(settings, ntfy_server=NTFY, ntfy_topic="t", callback_url=CALLBACK)
+    assert plain.notify.checkin_at == ""  # off by default
+    with respx.mock(assert_all_called=False) as router:
+        route = router.post(f"{NTFY}/").mock(return_value=httpx.Response(200))
+        for minute in range(0, 24 * 60, 10):
+            assert notify_checkin(store, plain, DEMO_NOW + timedelta(minutes=minute)) == {}
+    assert route.call_count == 0
+    assert "checkin" not in {j.id for j in build_scheduler(plain, store).get_jobs()}
+    assert "checkin" in {j.id for j in build_scheduler(asking(settings), store).get_jobs()}
+    # A time without ntfy asks nothing either (the webhook has no buttons).
+    hook_only = configured(settings, webhook_url=HOOK, checkin_at="08:30")
+    assert notify_checkin(store, hook_only, DEMO_NOW) == {}
+
+
+@pytest.mark.parametrize("bad", ["8:30", "24:00", "08:30:00", "morning"])
+def test_checkin_at_must_be_a_time(bad):
+    from pydantic import ValidationError
+
+    from bridge.config import NotifySettings
+
+    with pytest.raises(ValidationError, match="08:30"):
+        NotifySettings(checkin_at=bad)

@@ -188,3 +188,78 @@ def test_the_household_admin_lists_people_and_reads_nobodys_data(household):
             assert c.get(path, headers=bearer(admin)).status_code == 401, path
         assert c.get("/api/people", headers=bearer(me_token)).status_code == 401
         assert c.get("/api/people").status_code == 401
+
+
+NTFY = "https://ntfy.example.org"
+CALLBACK = "http://192.168.1.20:8765"
+
+
+def _tap(c: TestClient, action: dict, **change: str):
+    """What the ntfy app sends when a button is tapped: the action's request, as is."""
+    import httpx
+
+    headers = {**action["headers"], **change}
+    path = httpx.URL(action["url"]).path
+    return c.request(action["method"], path, headers=headers, content=action["body"])
+
+
+def _checkins(store) -> list[tuple[str, float, str]]:
+    from bridge.store.models import CheckIn
+
+    with store.session() as s:
+        return sorted((r.item, r.value, r.source) for r in s.execute(select(CheckIn)).scalars())
+
+
+def test_each_person_is_asked_on_their_own_topic_and_their_buttons_write_only_their_checkin(
+    household,
+):
+    """[notify] checkin_at per person: each gets their own ntfy question, and a tap on a
+    button records a check-in through the real app for that person and nobody else."""
+    import httpx
+    import respx
+
+    from bridge.config import NotifySettings, PersonSettings
+    from bridge.out.notify import notify_checkin
+
+    settings, store = household
+    asked = dict(ntfy_server=NTFY, callback_url=CALLBACK, checkin_at="08:30")
+    settings = settings.model_copy(
+        update={
+            "notify": NotifySettings(ntfy_topic="me-rhythm", **asked),
+            "people": {"ana": PersonSettings(notify=NotifySettings(ntfy_topic="ana-q", **asked))},
+        }
+    )
+    me, ana = (settings, store), (settings.for_person("ana"), store.as_person("ana"))
+    with respx.mock as router:
+        route = router.post(f"{NTFY}/").mock(return_value=httpx.Response(200))
+        for theirs, their_store in (me, ana):
+            assert notify_checkin(their_store, theirs, DEMO_NOW) == {"ntfy": "sent"}
+        bodies = [json.loads(call.request.content) for call in route.calls]
+    assert [b["topic"] for b in bodies] == ["me-rhythm", "ana-q"]
+    (me_low, _, _), (_, _, ana_high) = (b["actions"] for b in bodies)
+    me_token = me_low["headers"]["Authorization"]
+    assert me_token != ana_high["headers"]["Authorization"]
+    with client(settings, store) as c:
+        assert _tap(c, me_low).status_code == 201
+        done = _tap(c, ana_high)
+        assert done.status_code == 201
+        assert done.json() == {"local_date": "2026-11-19", "slot": 0, "answers": {"energy": 4}}
+        # The check-in token opens nothing else: not the page, not the API, not feedback.
+        for method, path in (("GET", "/"), ("GET", "/api/meters"), ("POST", "/api/feedback")):
+            refused = c.request(method, path, headers={"authorization": me_token})
+            assert refused.status_code in (401, 303), path
+        # A made-up or altered token writes nothing.
+        forged = _tap(c, me_low, Authorization=me_token[:-4] + "0000")
+        assert forged.status_code == 401
+        bad = _tap(c, {**me_low, "body": '{"energy": 9}'})
+        assert bad.status_code == 400
+    assert _checkins(store) == [("energy", 2.0, "ntfy")]
+    assert _checkins(store.as_person("ana")) == [("energy", 4.0, "ntfy")]
+    # A person's own access token works on the same route (their page, a script).
+    with client(settings, store) as c:
+        token = ensure_access_token(settings.for_person("ana"))
+        by_access = c.post("/api/checkin", json={"mood": 3}, headers=bearer(token))
+        assert by_access.status_code == 201
+        assert c.post("/api/checkin", json={"mood": 3}).status_code == 401
+    assert _checkins(store.as_person("ana")) == [("energy", 4.0, "ntfy"), ("mood", 3.0, "api")]
+    assert _checkins(store) == [("energy", 2.0, "ntfy")]

@@ -447,7 +447,7 @@ def test_every_api_route_is_documented_in_the_http_api_reference(demo, memory_ke
     page = (Path(__file__).parents[2] / "docs" / "reference" / "http-api.md").read_text()
     app = create_app(settings, store, host="127.0.0.1")
     api = [r for r in app.routes if getattr(r, "path", "").startswith("/api/")]
-    assert len(api) == 9
+    assert len(api) == 10
     for route in api:
         for method in sorted(route.methods - {"HEAD"}):
             assert f"`{method} {route.path}" in page, (
@@ -592,3 +592,41 @@ def test_questions_are_listed_and_answered_with_one_tap(demo, memory_keyring):
         "relabelled": 3,
     }
     assert no_csrf.status_code == 403 and bad.status_code == 400
+
+
+def test_a_checkin_button_works_when_its_token_was_made_after_the_server_started(
+    demo, memory_keyring
+):
+    """The daemon serves the page before its first check-in question makes the access
+    token: the check-in route reads it then, and a tap records the check-in."""
+    import httpx
+    import respx
+
+    from bridge.out.notify import notify_checkin
+    from bridge.store.models import CheckIn
+
+    settings, store = demo
+    settings = settings.model_copy(
+        update={
+            "notify": settings.notify.model_copy(
+                update={
+                    "ntfy_server": "https://ntfy.example.org",
+                    "ntfy_topic": "t",
+                    "callback_url": "http://127.0.0.1:8765",
+                    "checkin_at": "08:30",
+                }
+            )
+        }
+    )
+    with client(settings, store) as c:  # loopback, one person: no token yet
+        with respx.mock as router:
+            route = router.post("https://ntfy.example.org/").mock(return_value=httpx.Response(200))
+            notify_checkin(store, settings, DEMO_NOW)
+        low = json.loads(route.calls.last.request.content)["actions"][0]
+        done = c.post("/api/checkin", headers=low["headers"], content=low["body"])
+        assert done.status_code == 201
+        # Without the token (or the page's CSRF token) the route writes nothing.
+        assert c.post("/api/checkin", json={"energy": 5}).status_code == 403
+    with store.session() as s:
+        rows = [(r.item, r.value, r.source) for r in s.execute(select(CheckIn)).scalars()]
+    assert rows == [("energy", 2.0, "ntfy")]
