@@ -162,7 +162,7 @@ class LearnedModel:
                 norm = np.sqrt(weights @ weights)
                 if norm:
                     weights /= norm
-                scores[row] += self.coef[:, unique + shift] @ weights
+                scores[row] += self.coef[:, unique + shift].astype(np.float64) @ weights
         return softmax(scores, float(self.meta.get("temperature", 1.0))), known
 
     def predict(self, titles: Sequence[str]) -> list[tuple[str, float]]:
@@ -348,7 +348,10 @@ def _load_cached(source: str, _mtime: float) -> LearnedModel:
                 labels=tuple(str(x) for x in data["labels"].tolist()),
                 vocab=vocab,
                 idf=tuple(data[f"idf_{name}"].astype(np.float64) for name, _, _ in BLOCKS),
-                coef=data["coef"].astype(np.float64),
+                # Kept as stored (float32): half the daemon's largest array. The scores
+                # are the same to the bit: predict_proba widens the few columns a title
+                # hits to float64 before the product, as a float64 copy held them.
+                coef=data["coef"],
                 intercept=data["intercept"].astype(np.float64),
                 meta=meta,
             )

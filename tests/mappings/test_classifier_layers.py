@@ -286,3 +286,15 @@ def test_an_event_the_person_organizes_with_others_is_a_meeting() -> None:
     # Organizing alone (no one else invited) is not a meeting.
     alone = clf.classify(EventInfo(title="Xq7 Blorp", organized_by_me=True, attendee_count=0))
     assert alone.action == UNCLASSIFIED
+
+
+def test_the_bundled_model_stays_float32_in_memory_and_scores_as_a_float64_copy() -> None:
+    # The daemon keeps this model for its lifetime: float32 halves its largest array, and
+    # widening only the columns a title hits keeps every probability the same to the bit.
+    import dataclasses
+
+    model = load()
+    assert model.coef.dtype == np.float32
+    wide = dataclasses.replace(model, coef=model.coef.astype(np.float64))
+    titles = ["Team stand-up", "Basen", "Trening 18:00", "C1 9h-12h30 Amphi", "会議", "xyz"]
+    assert np.array_equal(model.predict_proba(titles)[0], wide.predict_proba(titles)[0])
