@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from bridge.errors import InputError
+from bridge.runner.online import OnlineLogistic, sigmoid
 
 # The trial's randomization at an available decision point (Klasnja et al. 2019).
 P_SEND = {"none": 0.4, "active": 0.3, "sedentary": 0.3}
@@ -190,31 +191,6 @@ def features(decision: Decision, kind: str | None = None) -> np.ndarray:
 # ---- learners ---------------------------------------------------------------------------
 
 
-def _sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(min(z, 35.0), -35.0)))
-
-
-class OnlineLogistic:
-    """Bayesian logistic regression updated one answer at a time (a Laplace step per
-    answer), predicting with the probit approximation of its posterior's spread."""
-
-    def __init__(self, mean: np.ndarray, sd: float) -> None:
-        self.mean = mean.astype(float).copy()
-        self.cov = np.eye(len(mean)) * sd**2
-
-    def predict(self, x: np.ndarray) -> float:
-        var = float(x @ self.cov @ x)
-        return _sigmoid(float(x @ self.mean) / math.sqrt(1.0 + math.pi * var / 8.0))
-
-    def update(self, x: np.ndarray, y: int) -> None:
-        p = _sigmoid(float(x @ self.mean))
-        w = max(p * (1.0 - p), 1e-4)
-        cx = self.cov @ x
-        # Sherman-Morrison: (S^-1 + w x x')^-1
-        self.cov = self.cov - np.outer(cx, cx) * (w / (1.0 + w * float(x @ cx)))
-        self.mean = self.mean + self.cov @ x * (y - p)
-
-
 class PersonRate:
     def __init__(self) -> None:
         self.accepted, self.n = 1.0, 2.0
@@ -232,7 +208,7 @@ class Fixed:
         self.weights = weights
 
     def predict(self, x: np.ndarray) -> float:
-        return _sigmoid(float(x @ self.weights))
+        return sigmoid(float(x @ self.weights))
 
     def update(self, _x: np.ndarray, _y: int) -> None:
         return None
