@@ -66,3 +66,54 @@ class OnlineLogistic:
         self.mean = self.mean + gain @ (y - h @ self.mean)
         self.cov = self.cov - gain @ ch.T
         self.cov = 0.5 * (self.cov + self.cov.T)
+
+
+MAX_STEP = 5.0  # a Newton step longer than this is shortened: nothing runs off to infinity
+
+
+def laplace(
+    prior_mean: np.ndarray,
+    prior_cov: np.ndarray,
+    answers: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    gaussian: tuple[np.ndarray, np.ndarray] | None = None,
+    steps: int = 8,
+) -> OnlineLogistic:
+    """The Laplace posterior of a logistic model given all answers at once.
+
+    `answers` = (z (n, d), y (n,), offset (n,), weight (n,)): each answer's feature row,
+    outcome, known logit part and weight (an older answer may count less). `gaussian` =
+    (precision (d, d), information (d,)) of linear-Gaussian observations, read exactly.
+    The same posterior OnlineLogistic reaches one answer at a time, up to the order: here
+    every answer is linearized at the final mean. Rows with a non-finite value are skipped.
+    """
+    z, y, offset, weight = answers
+    ok = np.all(np.isfinite(z), axis=1) & np.isfinite(offset) & np.isfinite(weight)
+    z, y, offset, weight = z[ok], y[ok], offset[ok], weight[ok]
+    prior_precision = np.linalg.inv(prior_cov)
+    precision, info = prior_precision.copy(), prior_precision @ prior_mean
+    if (
+        gaussian is not None
+        and np.all(np.isfinite(gaussian[0]))
+        and np.all(np.isfinite(gaussian[1]))
+    ):
+        precision, info = precision + gaussian[0], info + gaussian[1]
+    mean = np.linalg.solve(precision, info)
+    hessian = precision
+    for _ in range(steps if len(y) else 0):
+        p = 1.0 / (1.0 + np.exp(-np.clip(z @ mean + offset, -LOGIT_CAP, LOGIT_CAP)))
+        curvature = weight * np.maximum(p * (1.0 - p), MIN_CURVATURE)
+        hessian = precision + (z * curvature[:, None]).T @ z
+        grad = info - precision @ mean + z.T @ (weight * (y - p))
+        step = np.linalg.solve(hessian, grad)
+        size = float(np.abs(step).max())
+        if size > MAX_STEP:
+            step *= MAX_STEP / size
+        mean = mean + step
+        if size < 1e-5:
+            break
+    if len(y):
+        p = 1.0 / (1.0 + np.exp(-np.clip(z @ mean + offset, -LOGIT_CAP, LOGIT_CAP)))
+        curvature = weight * np.maximum(p * (1.0 - p), MIN_CURVATURE)
+        hessian = precision + (z * curvature[:, None]).T @ z
+    cov = np.linalg.inv(hessian)
+    return OnlineLogistic(mean, cov=0.5 * (cov + cov.T))

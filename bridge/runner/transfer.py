@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
@@ -31,14 +32,15 @@ import numpy as np
 from bridge.errors import InputError
 from bridge.runner.base import Recommendation, available_actions
 from bridge.runner.features import (
+    LOW,
     N_CTX,
+    N_DCTX,
     RESPONSE_VALUE,
     booked,
-    context,
     delta_context,
     meters_of,
 )
-from bridge.runner.online import OnlineLogistic
+from bridge.runner.online import OnlineLogistic, laplace
 from mappings.actions import ACTIONS, METERS
 
 N_EXTRA = 4  # same action in the last RECENT, last answers' acceptance, last vitality
@@ -53,47 +55,151 @@ GUARD = 10.0
 PROBE = 0.3
 PROBE_HORIZON = 12
 EDGE = 0.005  # a meter this close to 0 or 1 was clipped: its change says little
+FORGET = 0.98  # an answer counts this much less per later item: people change
+ACTION_INDEX = {name: i for i, name in enumerate(ACTIONS)}
+LAST_METERS = [METERS.index("vitality"), METERS.index("serenity")]
 
 
 def default_model_path() -> Path:
     return Path(str(files("bridge.runner").joinpath("models/transfer.npz")))
 
 
-def state_features(
-    slot: int,
+@dataclass
+class Columns:
+    """A history as arrays (one row per item): what the features and the evidence read."""
+
+    slot: np.ndarray  # (n,) int
+    meters: np.ndarray  # (n, M), unknown 0.5
+    busy: np.ndarray  # (n,)
+    scheduled: np.ndarray  # (n,) bool: the calendar held the recommended action
+    action: np.ndarray  # (n,) int, -1 unknown
+    answer: np.ndarray  # (n,) 1 accepted, 0 ignored, nan not (yet) answered
+    deltas: np.ndarray  # (n, M), nan unknown
+    known: np.ndarray  # (n, M) bool: the meter before was known
+
+
+def _number(value: Any) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return out
+
+
+def columns(history: list[dict[str, Any]]) -> Columns:
+    n = len(history)
+    cols = Columns(
+        np.zeros(n, dtype=int),
+        np.full((n, len(METERS)), 0.5),
+        np.zeros(n),
+        np.zeros(n, dtype=bool),
+        np.full(n, -1),
+        np.full(n, np.nan),
+        np.full((n, len(METERS)), np.nan),
+        np.zeros((n, len(METERS)), dtype=bool),
+    )
+    for i, item in enumerate(history):
+        slot = _number(item.get("slot"))
+        cols.slot[i] = int(slot) % 4 if math.isfinite(slot) else 0
+        before = item.get("meters") or {}
+        deltas = item.get("meter_deltas") or {}
+        for j, meter in enumerate(METERS):
+            value = _number(before.get(meter))
+            if math.isfinite(value):
+                cols.meters[i, j], cols.known[i, j] = value, True
+            cols.deltas[i, j] = _number(deltas.get(meter))
+        cols.busy[i] = booked(item.get("free_minutes"))
+        action = item.get("action")
+        cols.action[i] = ACTION_INDEX.get(action, -1) if isinstance(action, str) else -1
+        cols.scheduled[i] = action is not None and item.get("active_event") == action
+        response = item.get("response")
+        if response in RESPONSE_VALUE:
+            cols.answer[i] = RESPONSE_VALUE[response]
+    return cols
+
+
+def _features(
+    slot: np.ndarray,
     meters: np.ndarray,
-    action: str,
-    before: list[dict[str, Any]],
     *,
-    free_minutes: float | None = None,
-    scheduled: bool = False,
+    busy: np.ndarray,
+    scheduled: np.ndarray,
+    same: np.ndarray,
+    answered: np.ndarray,
+    last: np.ndarray,
 ) -> np.ndarray:
-    """x for recommending `action` after the history items `before` (the latest last)."""
-    x = np.empty(N_X)
-    x[:N_CTX] = context(slot, meters, booked(free_minutes), scheduled)
-    recent = before[-RECENT:]
-    x[N_CTX] = sum(1 for h in recent if h.get("action") == action) / RECENT
-    answered = [
-        RESPONSE_VALUE[h["response"]] for h in recent if h.get("response") in RESPONSE_VALUE
-    ]
-    x[N_CTX + 1] = (sum(answered) / len(answered) - 0.5) if answered else 0.0
-    last = (before[-1].get("meter_deltas") or {}) if before else {}
-    for j, meter in enumerate(("vitality", "serenity")):
-        value = last.get(meter)
-        x[N_CTX + 2 + j] = 0.0 if value is None else float(value) * DELTA_SCALE
-    return np.clip(np.nan_to_num(x, nan=0.0), -5.0, 5.0)
+    """(n, N_X) from per-row parts: the context (bridge.runner.features.context, row by
+    row), how often the action was recommended in the last RECENT items, the share of the
+    last RECENT answers that were yes (minus 0.5), the previous item's meter changes."""
+    n = len(slot)
+    x = np.zeros((n, N_X))
+    x[:, 0] = 1.0
+    x[np.arange(n), 1 + slot % 4] = 1.0
+    x[:, 5:10] = meters
+    x[:, 10:15] = np.maximum(0.0, LOW - meters)
+    x[:, 15] = busy
+    x[:, 16] = scheduled
+    x[:, N_CTX] = same / RECENT
+    x[:, N_CTX + 1] = answered
+    x[:, N_CTX + 2 :] = last * DELTA_SCALE
+    return np.clip(np.nan_to_num(x, nan=0.0, posinf=5.0, neginf=-5.0), -5.0, 5.0)
 
 
-def item_features(history: list[dict[str, Any]], i: int) -> np.ndarray:
-    item = history[i]
-    return state_features(
-        int(item.get("slot") or 0) % 4,
-        meters_of(item.get("meters") or {}),
-        str(item.get("action")),
-        history[:i],
-        free_minutes=item.get("free_minutes"),
-        scheduled=item.get("active_event") is not None
-        and item.get("active_event") == item.get("action"),
+def _recent(cols: Columns, i: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """Before item i: the actions of the last RECENT items, the yes share of their answers
+    (minus 0.5; 0 with none), the previous item's vitality and serenity changes."""
+    lo = max(0, i - RECENT)
+    acts = cols.action[lo:i]
+    answers = cols.answer[lo:i]
+    answers = answers[np.isfinite(answers)]
+    share = float(answers.mean() - 0.5) if len(answers) else 0.0
+    last = cols.deltas[i - 1, LAST_METERS] if i else np.zeros(len(LAST_METERS))
+    return acts, share, last
+
+
+def history_features(cols: Columns) -> np.ndarray:
+    """(n, N_X): the state each item of a history was recommended in (as _recent reads it,
+    for every item at once)."""
+    n = len(cols.slot)
+    same, yes, answered = np.zeros(n), np.zeros(n), np.zeros(n)
+    for k in range(1, RECENT + 1):
+        if k >= n:
+            break
+        same[k:] += cols.action[:-k] == cols.action[k:]
+        there = np.isfinite(cols.answer[:-k])
+        yes[k:] += np.where(there, cols.answer[:-k], 0.0)
+        answered[k:] += there
+    share = np.where(answered > 0, yes / np.maximum(answered, 1) - 0.5, 0.0)
+    last = np.zeros((n, len(LAST_METERS)))
+    if n > 1:
+        last[1:] = cols.deltas[:-1][:, LAST_METERS]
+    return _features(
+        cols.slot,
+        cols.meters,
+        busy=cols.busy,
+        scheduled=cols.scheduled.astype(float),
+        same=same,
+        answered=share,
+        last=last,
+    )
+
+
+def next_features(observation: dict[str, Any], cols: Columns) -> np.ndarray:
+    """(A, N_X): the state now, for recommending each action."""
+    n_a = len(ACTIONS)
+    slot = _number(observation.get("slot"))
+    meters = meters_of(observation)
+    meters = np.where(np.isfinite(meters), meters, 0.5)
+    acts, share, last = _recent(cols, len(cols.slot))
+    event = observation.get("active_event")
+    return _features(
+        np.full(n_a, int(slot) % 4 if math.isfinite(slot) else 0),
+        np.tile(meters, (n_a, 1)),
+        busy=np.full(n_a, booked(observation.get("free_minutes"))),
+        scheduled=np.array([float(a == event) for a in ACTIONS]),
+        same=np.array([np.count_nonzero(acts == a) for a in range(n_a)], dtype=float),
+        answered=np.full(n_a, share),
+        last=np.tile(last, (n_a, 1)),
     )
 
 
@@ -111,7 +217,6 @@ class TransferModel:
                 self.delta_sd = data["delta_sd"].astype(float)  # (A, M)
                 self.prior_mean = data["prior_mean"].astype(float)  # (L,)
                 self.prior_cov = data["prior_cov"].astype(float)  # (L, L)
-                self.drift = data["drift"].astype(float)  # (L,) variance added per answer
         except (OSError, KeyError, ValueError) as exc:
             raise InputError(
                 f"{path}: not a transfer model ({exc}); retrain it with "
@@ -123,32 +228,13 @@ class TransferModel:
                 "version's features; retrain it with bridge.sim.prior_people.train_transfer"
             )
         self.delta_weight = float(self.meta.get("delta_weight", 0.5))
+        self.forget = float(self.meta.get("forget", FORGET))
         self.version = f"{self.meta.get('model_version', 1)}-seed{self.meta.get('seed', 0)}"
-
-    def answer_row(self, a: int, x: np.ndarray) -> tuple[np.ndarray, float]:
-        """The latent's feature vector and the known offset of action a's logit at x."""
-        z = np.zeros(N_LATENT)
-        z[:N_PROFILE] = self.beta[a] @ x
-        z[N_PROFILE] = 1.0
-        z[N_PROFILE + 1 + a] = 1.0
-        return z, float(self.alpha[a] @ x)
-
-    def delta_rows(self, a: int, slot: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(M, L) rows, (M,) population means and (M,) tempered variances of a's changes."""
-        d = delta_context(slot)
-        h = np.zeros((len(METERS), N_LATENT))
-        h[:, :N_PROFILE] = np.einsum("mkd,d->mk", self.delta[a], d)
-        var = self.delta_sd[a] ** 2 / max(self.delta_weight, 1e-6)
-        return h, self.gamma[a] @ d, var
 
 
 @lru_cache(maxsize=4)
 def load_model(path: str | None = None) -> TransferModel:
     return TransferModel(Path(path) if path else default_model_path())
-
-
-def _fingerprint(item: dict[str, Any]) -> tuple[Any, ...]:
-    return (item.get("day"), item.get("slot"), item.get("action"))
 
 
 class TransferRunner:
@@ -157,84 +243,76 @@ class TransferRunner:
     def __init__(self, model: str | TransferModel | None = None) -> None:
         self.model = model if isinstance(model, TransferModel) else load_model(model)
         self.version = self.model.version
-        self._reset()
-
-    def _reset(self) -> None:
-        m = self.model
-        self.learner = OnlineLogistic(m.prior_mean, cov=m.prior_cov)
-        self._seen: list[tuple[Any, ...]] = []
-        self._read: set[int] = set()
         self.answers = 0
 
-    def read(self, history: list[dict[str, Any]]) -> OnlineLogistic:
-        """The person's posterior after every answer of `history` that has arrived; only
-        answers not read before cost anything (a late one is read when it comes)."""
-        keys = [_fingerprint(h) for h in history[: len(self._seen)]]
-        if len(history) < len(self._seen) or keys != self._seen:
-            self._reset()  # another person's history, or a rewritten one
-        self._seen += [_fingerprint(h) for h in history[len(self._seen) :]]
+    def posterior(self, history: list[dict[str, Any]]) -> tuple[OnlineLogistic, Columns]:
+        """The person's Gaussian posterior over u from every answer that has arrived (a late
+        one counts once it is there, a missing one not at all) and every meter change after
+        an accepted action; an answer `FORGET` per later item counts less (people change)."""
         m = self.model
-        for i, item in enumerate(history):
-            if i in self._read or item.get("response") not in RESPONSE_VALUE:
-                continue
-            self._read.add(i)
-            try:
-                a = ACTIONS.index(str(item.get("action")))
-            except ValueError:
-                continue
-            self.answers += 1
-            # Drift: the person may have changed since the last answer, but never
-            # beyond what the population allows.
-            self.learner.cov = self.learner.cov + np.diag(m.drift)
-            z, offset = m.answer_row(a, item_features(history, i))
-            self.learner.update(z, int(RESPONSE_VALUE[item["response"]]), offset)
-            if item["response"] == "accepted":
-                self._read_changes(item, a)
-        return self.learner
-
-    def _read_changes(self, item: dict[str, Any], a: int) -> None:
-        deltas = item.get("meter_deltas") or {}
-        before = item.get("meters") or {}
-        y = np.array([np.nan if deltas.get(k) is None else float(deltas[k]) for k in METERS])
-        start = np.array([np.nan if before.get(k) is None else float(before[k]) for k in METERS])
-        after = start + y
-        y[~((after > EDGE) & (after < 1.0 - EDGE))] = np.nan  # clipped or unknown
-        h, mean, var = self.model.delta_rows(a, int(item.get("slot") or 0) % 4)
-        self.learner.observe(h, y - mean, var)
+        cols = columns(history)
+        x = history_features(cols)
+        n = len(cols.slot)
+        idx = np.flatnonzero(np.isfinite(cols.answer) & (cols.action >= 0))
+        self.answers = len(idx)
+        weight = m.forget ** (n - 1 - idx).astype(float)
+        acts, xa = cols.action[idx], x[idx]
+        z = np.zeros((len(idx), N_LATENT))
+        z[:, :N_PROFILE] = np.einsum("nkx,nx->nk", m.beta[acts], xa)
+        z[:, N_PROFILE] = 1.0
+        z[np.arange(len(idx)), N_PROFILE + 1 + acts] = 1.0
+        offset = np.einsum("nx,nx->n", m.alpha[acts], xa)
+        yes = cols.answer[idx] == 1.0
+        ai, wi = acts[yes], weight[yes]
+        dctx = np.zeros((len(ai), N_DCTX))
+        dctx[:, 0] = 1.0
+        dctx[np.arange(len(ai)), 1 + cols.slot[idx][yes]] = 1.0
+        h = np.einsum("nmkd,nd->nmk", m.delta[ai], dctx)  # (n, M, 3)
+        resid = cols.deltas[idx][yes] - np.einsum("nmd,nd->nm", m.gamma[ai], dctx)
+        after = cols.meters[idx][yes] + cols.deltas[idx][yes]
+        # a meter that ended at 0 or 1 was clipped, an unknown one says nothing
+        good = cols.known[idx][yes] & np.isfinite(resid) & (after > EDGE) & (after < 1 - EDGE)
+        inv_var = np.where(good, wi[:, None] * m.delta_weight / m.delta_sd[ai] ** 2, 0.0)
+        resid = np.where(good, resid, 0.0)
+        precision = np.zeros((N_LATENT, N_LATENT))
+        info = np.zeros(N_LATENT)
+        precision[:N_PROFILE, :N_PROFILE] = np.einsum("nmk,nm,nml->kl", h, inv_var, h)
+        info[:N_PROFILE] = np.einsum("nmk,nm->k", h, inv_var * resid)
+        learner = laplace(
+            m.prior_mean, m.prior_cov, (z, cols.answer[idx], offset, weight), (precision, info)
+        )
+        return learner, cols
 
     def predict(
         self, observation: dict[str, Any], history: list[dict[str, Any]]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """P(accept) of every action now, and the variance of each logit."""
-        learner = self.read(history)
+    ) -> tuple[np.ndarray, np.ndarray, OnlineLogistic]:
+        """P(accept) of every action now, the variance of each logit, the posterior."""
+        learner, cols = self.posterior(history)
         m = self.model
-        slot, meters = int(observation.get("slot") or 0) % 4, meters_of(observation)
-        scheduled = observation.get("active_event")
-        free = observation.get("free_minutes")
-        p, var = np.empty(len(ACTIONS)), np.empty(len(ACTIONS))
-        for a, name in enumerate(ACTIONS):
-            x = state_features(
-                slot, meters, name, history, free_minutes=free, scheduled=scheduled == name
-            )
-            z, offset = m.answer_row(a, x)
-            mean, var[a] = learner.logit(z, offset)
-            p[a] = 1.0 / (
-                1.0 + math.exp(-max(min(mean / math.sqrt(1 + math.pi * var[a] / 8), 35), -35))
-            )
-        return p, var
+        x = next_features(observation, cols)
+        z = np.zeros((len(ACTIONS), N_LATENT))
+        z[:, :N_PROFILE] = np.einsum("akx,ax->ak", m.beta, x)
+        z[:, N_PROFILE] = 1.0
+        z[:, N_PROFILE + 1 :] = np.eye(len(ACTIONS))
+        mean = z @ learner.mean + np.einsum("ax,ax->a", m.alpha, x)
+        var = np.maximum(np.einsum("ak,kl,al->a", z, learner.cov, z), 0.0)
+        p = 1.0 / (1.0 + np.exp(-np.clip(mean / np.sqrt(1.0 + np.pi * var / 8.0), -35, 35)))
+        return p, var, learner
 
     def recommend(
         self, observation: dict[str, Any], history: list[dict[str, Any]]
     ) -> Recommendation:
-        p, var = self.predict(observation, history)
-        m, learner = self.model, self.learner
-        slot, meters = int(observation.get("slot") or 0) % 4, meters_of(observation)
-        d = delta_context(slot)
+        p, var, learner = self.predict(observation, history)
+        m = self.model
+        slot = _number(observation.get("slot"))
+        d = delta_context(int(slot) % 4 if math.isfinite(slot) else 0)
+        meters = meters_of(observation)
         profile = learner.mean[:N_PROFILE]
         expected_delta = np.einsum("amd,d->am", m.gamma, d) + np.einsum(
             "amkd,d,k->am", m.delta, d, profile
         )
-        known = np.array([observation.get(k) is not None for k in METERS])
+        known = np.isfinite(meters) & np.array([observation.get(k) is not None for k in METERS])
+        meters = np.where(known, meters, 0.5)
         shortfall = (np.maximum(0.0, SAFE - (meters + expected_delta)) * known).sum(1)
         # What an answer would teach: the logit's spread, where the answer is uncertain.
         gain = 0.5 * np.log1p(var * p * (1.0 - p))

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from bridge.runner.features import delta_context
-from bridge.runner.transfer import N_LATENT, N_PROFILE, N_X, item_features
+from bridge.runner.transfer import FORGET, N_LATENT, N_PROFILE, N_X, columns, history_features
 from mappings.actions import ACTIONS, METERS
 
 MODEL_VERSION = 1
@@ -237,22 +237,21 @@ def dataset(n_people: int, seed: int, slots: int = 112) -> dict[str, np.ndarray]
     xs, acts, ys, profs, slots_, deltas = [], [], [], [], [], []
     for i in range(n_people):
         items, truths = episode(PriorPerson(seed * 1_000_003 + i), slots)
-        for j, item in enumerate(items):
-            xs.append(item_features(items, j))
-            acts.append(ACTIONS.index(item["action"]))
-            ys.append(item["response"] == "accepted")
-            profs.append(truths[j] - 0.5)
-            slots_.append(item["slot"])
-            d = np.array([item["meter_deltas"][k] for k in METERS])
-            after = np.array([item["meters"][k] for k in METERS]) + d
-            deltas.append(np.where((after > 0.005) & (after < 0.995), d, np.nan))
+        cols = columns(items)
+        xs.append(history_features(cols))
+        acts.append(cols.action)
+        ys.append(cols.answer)
+        profs.append(truths - 0.5)
+        slots_.append(cols.slot)
+        after = cols.meters + cols.deltas
+        deltas.append(np.where((after > 0.005) & (after < 0.995), cols.deltas, np.nan))
     return {
-        "x": np.array(xs),
-        "a": np.array(acts),
-        "y": np.array(ys, dtype=float),
-        "profile": np.array(profs),
-        "slot": np.array(slots_),
-        "delta": np.array(deltas),
+        "x": np.vstack(xs),
+        "a": np.concatenate(acts),
+        "y": np.concatenate(ys),
+        "profile": np.vstack(profs),
+        "slot": np.concatenate(slots_),
+        "delta": np.vstack(deltas),
     }
 
 
@@ -324,15 +323,13 @@ def train_transfer(
     prior_cov[N_PROFILE, N_PROFILE] = 0.5**2  # a person's general readiness to say yes
     idx = np.arange(N_PROFILE + 1, N_LATENT)
     prior_cov[idx, idx] = 0.6**2  # a person's own liking of each action
-    drift = np.zeros(N_LATENT)
-    drift[:N_PROFILE] = 0.02**2
-    drift[N_PROFILE:] = 0.03**2
     meta = {
         "model_version": MODEL_VERSION,
         "seed": seed,
         "people": n_people,
         "slots": slots,
         "delta_weight": 0.5,
+        "forget": FORGET,
         "population": "bridge.sim.prior_people",
     }
     path = Path(path)
@@ -345,7 +342,6 @@ def train_transfer(
         "delta_sd": delta_sd.astype(np.float32),
         "prior_mean": prior_mean.astype(np.float32),
         "prior_cov": prior_cov.astype(np.float32),
-        "drift": drift.astype(np.float32),
     }
     with path.open("wb") as f:
         np.savez_compressed(f, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
