@@ -27,6 +27,11 @@ The runners:
 - `transfer`: the same per-person online model whose prior is the pooled model fitted on
   everyone else, with a prior width chosen on everyone else too (nested leave one person
   out): a hierarchical model, a population prior with per-person effects.
+- `runner-transfer`: the product's `transfer` runner (bridge.runner.transfer) as shipped,
+  its prior fitted on simulated people only: every suggestion is EXERCISE in the slot the
+  decision time falls in (decision points 1-5 -> morning, afternoon, afternoon, evening,
+  evening), with no meters (HeartSteps records none) and none of the trial's context. It
+  learns the person's own liking of EXERCISE and their readiness to say yes.
 The hyperparameters of `no-prior` and `transfer` are chosen per held-out person on the
 other people only, from the same small grid, by their prequential log-loss.
 """
@@ -42,6 +47,7 @@ import numpy as np
 
 from bridge.errors import InputError
 from bridge.runner.online import OnlineLogistic, sigmoid
+from mappings.actions import ACTIONS
 
 # The trial's randomization at an available decision point (Klasnja et al. 2019).
 P_SEND = {"none": 0.4, "active": 0.3, "sedentary": 0.3}
@@ -60,12 +66,13 @@ FEATURES = (
     "temperature",
     "study_week",
 )
-RUNNERS = ("person-rate", "pooled", "no-prior", "transfer")
+RUNNERS = ("person-rate", "pooled", "no-prior", "transfer", "runner-transfer")
 DEFAULT_RUNNER = "transfer"
 NO_PRIOR_GRID = (0.5, 1.0, 2.0)  # prior sd of every weight
 TRANSFER_GRID = (0.1, 0.25, 0.5, 1.0)  # prior sd of a person's deviation from the pool
 DRY = ("Clear", "Partly Cloudy", "Mostly Cloudy", "Overcast", "Scattered Clouds")
 EPS = 1e-6
+EXERCISE = ACTIONS.index("EXERCISE")
 
 
 @dataclass
@@ -214,6 +221,41 @@ class Fixed:
         return None
 
 
+# decision points 1-5 (morning to evening) -> the runner's slots
+PRODUCT_SLOT = {0: 0, 1: 1, 2: 1, 3: 2, 4: 2}
+
+
+class ProductRunner:
+    """The product's transfer runner on the replay (the runner-shaped history it reads)."""
+
+    def __init__(self) -> None:
+        from bridge.runner.transfer import TransferRunner
+
+        self.runner = TransferRunner()
+        self.history: list[dict[str, Any]] = []
+
+    @staticmethod
+    def _slot(x: np.ndarray) -> int:
+        hot = np.flatnonzero(x[2:6] > 0.5)  # slot2..slot5; none: the first
+        return PRODUCT_SLOT[int(hot[0]) + 1 if len(hot) else 0]
+
+    def predict(self, x: np.ndarray) -> float:
+        p = self.runner.predict({"slot": self._slot(x)}, self.history)[0]
+        return float(p[EXERCISE])
+
+    def update(self, x: np.ndarray, y: int) -> None:
+        self.history.append(
+            {
+                "day": len(self.history) // 4 % 7,
+                "slot": self._slot(x),
+                "meters": {},
+                "action": "EXERCISE",
+                "response": "accepted" if y else "ignored",
+                "meter_deltas": {},
+            }
+        )
+
+
 def pooled_weights(people: list[Person]) -> np.ndarray:
     """A logistic fit on every labelled suggestion of `people` (a weak L2 penalty)."""
     from sklearn.linear_model import LogisticRegression
@@ -331,6 +373,8 @@ def _learner(name: str, others: list[Person], hyper: float) -> Any:
         return OnlineLogistic(np.zeros(len(FEATURES)), hyper)
     if name == "transfer":
         return OnlineLogistic(pooled_weights(others), hyper)
+    if name == "runner-transfer":
+        return ProductRunner()
     raise InputError(f"unknown HeartSteps runner {name!r}; use {', '.join(RUNNERS)}")
 
 
@@ -424,7 +468,7 @@ def format_report(report: dict[str, Any]) -> str:
     """The replay as a table: one line per runner, then each person's log-loss."""
     names = list(report["runners"])
     lines = [
-        f"{'runner':<12} {'log-loss':>8} {'Brier':>6} {'AUC':>5} {'ECE':>5} {'steps30 IPS':>11} "
+        f"{'runner':<15} {'log-loss':>8} {'Brier':>6} {'AUC':>5} {'ECE':>5} {'steps30 IPS':>11} "
         f"{'beats pooled':>12}  log-loss by week"
     ]
     for name in names:
@@ -432,7 +476,7 @@ def format_report(report: dict[str, Any]) -> str:
         weeks = " ".join(f"{v:.3f}" for v in s["logloss_by_week"].values())
         auc_text = f"{s['auc']:.3f}" if s["auc"] is not None else "  -  "
         lines.append(
-            f"{name:<12} {s['logloss']:8.4f} {s['brier']:6.4f} {auc_text:>5} {s['ece']:5.3f} "
+            f"{name:<15} {s['logloss']:8.4f} {s['brier']:6.4f} {auc_text:>5} {s['ece']:5.3f} "
             f"{s['steps_ips'] or 0:11.1f} {report['people_beating_pooled'][name]:>5} of "
             f"{len(report['people']):<3}  {weeks}"
         )
