@@ -86,36 +86,59 @@ def _number(value: Any) -> float:
     return out
 
 
-def columns(history: list[dict[str, Any]]) -> Columns:
-    n = len(history)
-    cols = Columns(
-        np.zeros(n, dtype=int),
-        np.full((n, len(METERS)), 0.5),
-        np.zeros(n),
-        np.zeros(n, dtype=bool),
-        np.full(n, -1),
-        np.full(n, np.nan),
-        np.full((n, len(METERS)), np.nan),
-        np.zeros((n, len(METERS)), dtype=bool),
+Row = tuple[int, list[float], list[float], float, int, bool]
+
+
+def _row(item: dict[str, Any]) -> Row:
+    """What an item says besides its answer (which may still come): slot, meters before
+    (nan unknown), meter changes, how booked, the action's index, whether it was scheduled."""
+    slot = _number(item.get("slot"))
+    before = item.get("meters") or {}
+    deltas = item.get("meter_deltas") or {}
+    action = item.get("action")
+    return (
+        int(slot) % 4 if math.isfinite(slot) else 0,
+        [_number(before.get(m)) for m in METERS],
+        [_number(deltas.get(m)) for m in METERS],
+        booked(item.get("free_minutes")),
+        ACTION_INDEX.get(action, -1) if isinstance(action, str) else -1,
+        action is not None and item.get("active_event") == action,
     )
+
+
+def _answer(response: Any) -> float:
+    return RESPONSE_VALUE.get(response, math.nan) if isinstance(response, str) else math.nan
+
+
+def columns(
+    history: list[dict[str, Any]], cache: list[tuple[dict[str, Any], Row]] | None = None
+) -> Columns:
+    """The history as arrays. With `cache` (a runner's, kept between calls) an item already
+    read is not parsed again; its answer is read every time (a late one arrives in place)."""
+    rows: list[Row] = []
     for i, item in enumerate(history):
-        slot = _number(item.get("slot"))
-        cols.slot[i] = int(slot) % 4 if math.isfinite(slot) else 0
-        before = item.get("meters") or {}
-        deltas = item.get("meter_deltas") or {}
-        for j, meter in enumerate(METERS):
-            value = _number(before.get(meter))
-            if math.isfinite(value):
-                cols.meters[i, j], cols.known[i, j] = value, True
-            cols.deltas[i, j] = _number(deltas.get(meter))
-        cols.busy[i] = booked(item.get("free_minutes"))
-        action = item.get("action")
-        cols.action[i] = ACTION_INDEX.get(action, -1) if isinstance(action, str) else -1
-        cols.scheduled[i] = action is not None and item.get("active_event") == action
-        response = item.get("response")
-        if response in RESPONSE_VALUE:
-            cols.answer[i] = RESPONSE_VALUE[response]
-    return cols
+        if cache is not None and i < len(cache) and cache[i][0] is item:
+            rows.append(cache[i][1])
+            continue
+        row = _row(item)
+        rows.append(row)
+        if cache is not None:
+            del cache[i:]
+            cache.append((item, row))
+    n = len(rows)
+    meters = np.array([r[1] for r in rows], dtype=float).reshape(n, len(METERS))
+    known = np.isfinite(meters)
+    answer = np.array([_answer(h.get("response")) for h in history], dtype=float)
+    return Columns(
+        np.array([r[0] for r in rows], dtype=int),
+        np.where(known, meters, 0.5),
+        np.array([r[3] for r in rows], dtype=float),
+        np.array([r[5] for r in rows], dtype=bool),
+        np.array([r[4] for r in rows], dtype=int),
+        answer,
+        np.array([r[2] for r in rows], dtype=float).reshape(n, len(METERS)),
+        known,
+    )
 
 
 def _features(
@@ -244,13 +267,14 @@ class TransferRunner:
         self.model = model if isinstance(model, TransferModel) else load_model(model)
         self.version = self.model.version
         self.answers = 0
+        self._parsed: list[tuple[dict[str, Any], Row]] = []  # items read, by position
 
     def posterior(self, history: list[dict[str, Any]]) -> tuple[OnlineLogistic, Columns]:
         """The person's Gaussian posterior over u from every answer that has arrived (a late
         one counts once it is there, a missing one not at all) and every meter change after
         an accepted action; an answer `FORGET` per later item counts less (people change)."""
         m = self.model
-        cols = columns(history)
+        cols = columns(history, self._parsed)
         x = history_features(cols)
         n = len(cols.slot)
         idx = np.flatnonzero(np.isfinite(cols.answer) & (cols.action >= 0))
