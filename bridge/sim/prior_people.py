@@ -346,3 +346,63 @@ def train_transfer(
     with path.open("wb") as f:
         np.savez_compressed(f, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
     return TrainReport(path, len(y), loss / len(y), path.stat().st_size, meta)
+
+
+HELD_OUT = 7_000_000  # seed base of people the prior is never fitted on
+
+
+class PriorSimPerson:
+    """A PriorPerson as a bridge.sim.family.SimPerson, to run runners on the prior's own
+    kind of people (held-out seeds): answers late (1-3 slots) or never at personal rates."""
+
+    def __init__(self, index: int, seed: int = 0) -> None:
+        self.seed = HELD_OUT + seed * 100_000 + index
+        self.person = PriorPerson(self.seed)
+        r = np.random.default_rng([self.seed, 41])
+        self.walks = np.cumsum(r.normal(0, self.person.walk or 0.0, (64, 3)), axis=0)
+        self.late, self.never = r.uniform(0, 0.3), r.uniform(0, 0.2)
+        self.state: dict[str, Any] = {
+            "fatigue": 0.0,
+            "repeat": np.zeros(N_A),
+            "busy": 0.0,
+            "scheduled": None,
+        }
+
+    def profile(self, t: int) -> np.ndarray:
+        return self.person.profile(t, self.walks[min(t // 4, len(self.walks) - 1)])
+
+    def start(self) -> np.ndarray:
+        return self.person.start_meters.copy()
+
+    def calendar(self, t: int) -> None:
+        return None
+
+    def accept_probabilities(self, t: int, meters: np.ndarray, cal: Any) -> np.ndarray:
+        u = self.person.utility(t % 4, meters, self.profile(t), self.state)
+        return (1 - self.person.lapse) / (1 + np.exp(-self.person.scale * u))
+
+    def answer(
+        self, t: int, action: int, meters: np.ndarray, cal: Any, rng: np.random.Generator
+    ) -> Any:
+        from bridge.sim.family import Answer
+
+        accepted = bool(rng.random() < self.accept_probabilities(t, meters, cal)[action])
+        draw = rng.random()
+        delay = (
+            None
+            if draw < self.never
+            else (int(rng.integers(1, 4)) if draw < self.never + self.late else 0)
+        )
+        return Answer(accepted, delay)
+
+    def advance(
+        self, t: int, meters: np.ndarray, action: int, accepted: bool, rng: np.random.Generator
+    ) -> np.ndarray:
+        p = self.person
+        done = action if accepted else int(p.habit[t % 4])
+        after = np.clip(meters + p.delta(t % 4, done, self.profile(t), meters, rng), 0.0, 1.0)
+        s = self.state
+        s["repeat"] = s["repeat"] * 0.5
+        s["repeat"][action] += 1.0
+        s["fatigue"] = 0.0 if done == A["SLEEP"] else s["fatigue"] * p.fatigue[1] + (done in EFFORT)
+        return after
