@@ -56,6 +56,7 @@ COMMAND_ORDER = (
     "worker",
     "train-classifier",
     "train-model",
+    "train-transfer",
     "eval",
 )
 

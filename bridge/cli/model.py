@@ -49,6 +49,40 @@ def train_model(
     )
 
 
+@app.command("train-transfer")
+def train_transfer_cmd(
+    seed: Annotated[int, typer.Option(help="Seed of the randomized training population.")] = 0,
+    # bridge.sim.prior_people's default, not imported here so that --help stays fast
+    people: Annotated[int, typer.Option(min=5, help="Randomized training people.")] = 400,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write the artifact here (default: the shipped one)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fit the transfer runner's population prior on procedurally randomized people."""
+    from bridge.runner.transfer import default_model_path
+    from bridge.sim.prior_people import train_transfer
+
+    report = train_transfer(out or default_model_path(), seed=seed, n_people=people)
+    if as_json:
+        print_json(
+            {
+                "path": str(report.path),
+                "samples": report.samples,
+                "accept_log_loss": report.accept_log_loss,
+                "size_bytes": report.size_bytes,
+                "meta": report.meta,
+            }
+        )
+        return
+    typer.echo(
+        f"fitted on {people} randomized people ({report.samples} answers, seed {seed}): "
+        f"accept log-loss {report.accept_log_loss:.3f}; wrote {report.path} "
+        f"({report.size_bytes / 1024:.0f} KiB)"
+    )
+
+
 def _families(text: str, option: str) -> tuple[str, ...]:
     from bridge.sim.families import NAMES
 

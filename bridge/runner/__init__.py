@@ -13,6 +13,7 @@ RUNNERS: dict[str, str] = {
     "heuristic": "bridge.runner.heuristic:HeuristicRunner",
     "openai": "bridge.runner.openai_runner:OpenAIRunner",
     "random": "bridge.runner.random_runner:RandomRunner",
+    "transfer": "bridge.runner.transfer:TransferRunner",
 }
 
 

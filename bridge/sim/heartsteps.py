@@ -27,6 +27,11 @@ The runners:
 - `transfer`: the same per-person online model whose prior is the pooled model fitted on
   everyone else, with a prior width chosen on everyone else too (nested leave one person
   out): a hierarchical model, a population prior with per-person effects.
+- `runner-transfer`: the product's `transfer` runner (bridge.runner.transfer) as shipped,
+  its prior fitted on simulated people only: every suggestion is EXERCISE in the slot the
+  decision time falls in (decision points 1-5 -> morning, afternoon, afternoon, evening,
+  evening), with no meters (HeartSteps records none) and none of the trial's context. It
+  learns the person's own liking of EXERCISE and their readiness to say yes.
 The hyperparameters of `no-prior` and `transfer` are chosen per held-out person on the
 other people only, from the same small grid, by their prequential log-loss.
 """
@@ -41,6 +46,8 @@ from typing import Any
 import numpy as np
 
 from bridge.errors import InputError
+from bridge.runner.online import OnlineLogistic, sigmoid
+from mappings.actions import ACTIONS
 
 # The trial's randomization at an available decision point (Klasnja et al. 2019).
 P_SEND = {"none": 0.4, "active": 0.3, "sedentary": 0.3}
@@ -59,12 +66,13 @@ FEATURES = (
     "temperature",
     "study_week",
 )
-RUNNERS = ("person-rate", "pooled", "no-prior", "transfer")
+RUNNERS = ("person-rate", "pooled", "no-prior", "transfer", "runner-transfer")
 DEFAULT_RUNNER = "transfer"
 NO_PRIOR_GRID = (0.5, 1.0, 2.0)  # prior sd of every weight
 TRANSFER_GRID = (0.1, 0.25, 0.5, 1.0)  # prior sd of a person's deviation from the pool
 DRY = ("Clear", "Partly Cloudy", "Mostly Cloudy", "Overcast", "Scattered Clouds")
 EPS = 1e-6
+EXERCISE = ACTIONS.index("EXERCISE")
 
 
 @dataclass
@@ -190,31 +198,6 @@ def features(decision: Decision, kind: str | None = None) -> np.ndarray:
 # ---- learners ---------------------------------------------------------------------------
 
 
-def _sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(min(z, 35.0), -35.0)))
-
-
-class OnlineLogistic:
-    """Bayesian logistic regression updated one answer at a time (a Laplace step per
-    answer), predicting with the probit approximation of its posterior's spread."""
-
-    def __init__(self, mean: np.ndarray, sd: float) -> None:
-        self.mean = mean.astype(float).copy()
-        self.cov = np.eye(len(mean)) * sd**2
-
-    def predict(self, x: np.ndarray) -> float:
-        var = float(x @ self.cov @ x)
-        return _sigmoid(float(x @ self.mean) / math.sqrt(1.0 + math.pi * var / 8.0))
-
-    def update(self, x: np.ndarray, y: int) -> None:
-        p = _sigmoid(float(x @ self.mean))
-        w = max(p * (1.0 - p), 1e-4)
-        cx = self.cov @ x
-        # Sherman-Morrison: (S^-1 + w x x')^-1
-        self.cov = self.cov - np.outer(cx, cx) * (w / (1.0 + w * float(x @ cx)))
-        self.mean = self.mean + self.cov @ x * (y - p)
-
-
 class PersonRate:
     def __init__(self) -> None:
         self.accepted, self.n = 1.0, 2.0
@@ -232,10 +215,50 @@ class Fixed:
         self.weights = weights
 
     def predict(self, x: np.ndarray) -> float:
-        return _sigmoid(float(x @ self.weights))
+        return sigmoid(float(x @ self.weights))
 
     def update(self, _x: np.ndarray, _y: int) -> None:
         return None
+
+
+# decision points 1-5 (morning to evening) -> the runner's slots
+PRODUCT_SLOT = {0: 0, 1: 1, 2: 1, 3: 2, 4: 2}
+
+
+class ProductRunner:
+    """The product's transfer runner on the replay (the runner-shaped history it reads)."""
+
+    def __init__(self) -> None:
+        from bridge.runner.transfer import TransferRunner
+
+        self.runner = TransferRunner()
+        self.history: list[dict[str, Any]] = []
+        self._last: tuple[tuple[int, int], float] | None = None
+
+    @staticmethod
+    def _slot(x: np.ndarray) -> int:
+        hot = np.flatnonzero(x[2:6] > 0.5)  # slot2..slot5; none: the first
+        return PRODUCT_SLOT[int(hot[0]) + 1 if len(hot) else 0]
+
+    def predict(self, x: np.ndarray) -> float:
+        # Both kinds of suggestion are one action to it: ask once per point.
+        key = (len(self.history), self._slot(x))
+        if self._last is None or self._last[0] != key:
+            p = self.runner.predict({"slot": key[1]}, self.history)[0]
+            self._last = (key, float(p[EXERCISE]))
+        return self._last[1]
+
+    def update(self, x: np.ndarray, y: int) -> None:
+        self.history.append(
+            {
+                "day": len(self.history) // 4 % 7,
+                "slot": self._slot(x),
+                "meters": {},
+                "action": "EXERCISE",
+                "response": "accepted" if y else "ignored",
+                "meter_deltas": {},
+            }
+        )
 
 
 def pooled_weights(people: list[Person]) -> np.ndarray:
@@ -355,6 +378,8 @@ def _learner(name: str, others: list[Person], hyper: float) -> Any:
         return OnlineLogistic(np.zeros(len(FEATURES)), hyper)
     if name == "transfer":
         return OnlineLogistic(pooled_weights(others), hyper)
+    if name == "runner-transfer":
+        return ProductRunner()
     raise InputError(f"unknown HeartSteps runner {name!r}; use {', '.join(RUNNERS)}")
 
 
@@ -448,7 +473,7 @@ def format_report(report: dict[str, Any]) -> str:
     """The replay as a table: one line per runner, then each person's log-loss."""
     names = list(report["runners"])
     lines = [
-        f"{'runner':<12} {'log-loss':>8} {'Brier':>6} {'AUC':>5} {'ECE':>5} {'steps30 IPS':>11} "
+        f"{'runner':<15} {'log-loss':>8} {'Brier':>6} {'AUC':>5} {'ECE':>5} {'steps30 IPS':>11} "
         f"{'beats pooled':>12}  log-loss by week"
     ]
     for name in names:
@@ -456,7 +481,7 @@ def format_report(report: dict[str, Any]) -> str:
         weeks = " ".join(f"{v:.3f}" for v in s["logloss_by_week"].values())
         auc_text = f"{s['auc']:.3f}" if s["auc"] is not None else "  -  "
         lines.append(
-            f"{name:<12} {s['logloss']:8.4f} {s['brier']:6.4f} {auc_text:>5} {s['ece']:5.3f} "
+            f"{name:<15} {s['logloss']:8.4f} {s['brier']:6.4f} {auc_text:>5} {s['ece']:5.3f} "
             f"{s['steps_ips'] or 0:11.1f} {report['people_beating_pooled'][name]:>5} of "
             f"{len(report['people']):<3}  {weeks}"
         )

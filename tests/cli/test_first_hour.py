@@ -56,7 +56,7 @@ def test_help_lists_commands_in_the_order_a_person_uses_them():
         if line.startswith("  ") and line.split()
     ]
     assert listed[:4] == ["init", "demo", "run", "status"]
-    assert listed[-3:] == ["train-classifier", "train-model", "eval"]
+    assert listed[-4:] == ["train-classifier", "train-model", "train-transfer", "eval"]
     # A new command is placed on purpose, not left to the order modules are imported in.
     assert sorted(listed) == sorted(COMMAND_ORDER)
 

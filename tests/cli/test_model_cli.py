@@ -74,6 +74,22 @@ def test_train_model_is_reproducible(tmp_path):
     assert rec.runner_version == "5-seed5"
 
 
+def test_train_transfer_is_reproducible_and_the_runner_reads_it(tmp_path):
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    for out in (a, b):
+        result = invoke("train-transfer", "--seed", "2", "--people", "8", "--out", out)
+        assert result.exit_code == 0, result.output
+        assert "fitted on 8 randomized people" in result.stdout
+    with np.load(a, allow_pickle=False) as x, np.load(b, allow_pickle=False) as y:
+        assert json.loads(str(x["meta"]))["seed"] == 2
+        for key in ("alpha", "beta", "delta", "prior_cov"):
+            assert np.array_equal(x[key], y[key])
+    from bridge.runner import load_runner
+
+    rec = load_runner("transfer", model=str(a)).recommend({"slot": 0}, [])
+    assert rec.runner == "transfer" and rec.runner_version == "1-seed2"
+
+
 def test_recommend_from_state_and_history_files(tmp_path):
     cfg = write_config(tmp_path / "config.toml", tmp_path / "data")
     state = tmp_path / "state.json"
