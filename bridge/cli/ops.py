@@ -11,8 +11,8 @@ from typing import Annotated
 
 import typer
 
-from bridge.cli.core import app, current_store, file_in
-from bridge.errors import BridgeError
+from bridge.cli.core import app, file_in, registry_store, state
+from bridge.errors import BridgeError, ConfigError
 
 UNIT_PATH = Path("/etc/systemd/system/rhythm-bridge.service")
 # The one set of service paths: the unit, the steps below, the README, docs/guides/service.md,
@@ -102,12 +102,21 @@ def backup(
         ),
     ],
 ) -> None:
-    """Write a consistent backup of the store, safe while the daemon runs."""
+    """Write a consistent backup of the store, safe while the daemon runs.
+
+    The store is the household's: a backup holds every person's data."""
     from datetime import datetime
 
     from bridge.out.backup import backup as make_backup
 
-    store = current_store()
+    store = registry_store()
+    people = store.people()
+    if state.get("person") and len(people) > 1:
+        # A person asking for "their" backup would get everyone's rows.
+        raise ConfigError(
+            f"backup copies the whole store, every person's data ({', '.join(people)}); "
+            "run it without --person, as whoever looks after the household's server"
+        )
     suffix = ".db" if store.is_sqlite else ".dump"
     name = f"rhythm-bridge-{datetime.now():%Y%m%d-%H%M%S}{suffix}"
     dest = file_in(file, name)

@@ -142,3 +142,149 @@ def test_home_assistant_gets_one_device_per_person(tmp_path: Path) -> None:
     assert device(me)["identifiers"] != device(ana)["identifiers"]
     assert (device(me)["name"], device(ana)["name"]) == ("rhythm-bridge", "rhythm-bridge ana")
     assert ana.config("sensor", "vitality") != me.config("sensor", "vitality")
+
+
+# Every command of the CLI, and how the household test below runs it for ana while me has
+# data of their own; or where its isolation is tested instead, and why. A new command must
+# be placed in one of the two (the test fails otherwise).
+AS_ANA: dict[str, tuple[tuple[str, ...], ...]] = {
+    "run": (("run", "--once"),),
+    "status": (("status",), ("status", "--json")),
+    "import": (("import", "ics", "{calendar}"), ("import", "readings", "{readings}")),
+    "sync": (("sync",),),
+    "meters": (("meters", "--json"), ("meters", "--from", "2026-11-16", "--json")),
+    "recommend": (("recommend", "--json"),),
+    "feedback": (),  # ana answering me's recommendation: refused, below
+    "checkin": (("checkin", "energy=2", "mood=3"),),
+    "validity": (("validity", "--json"),),
+    "classify": (
+        ("classify", "--questions", "--json"),
+        ("classify", "--correct", "Team sync", "SOCIALIZE"),
+        ("classify", "Team sync", "--json"),
+    ),
+    "export": (("export", "--out", "{out}"),),
+    "calendar-feed": (("calendar-feed",),),
+    "web-token": (("web-token",),),
+    "notify-token": (("notify-token",),),  # the token is read from the prompt
+    "mqtt-password": (("mqtt-password",),),
+    "push-token": (("push-token", "create", "ana-phone"), ("push-token", "list")),
+    "auth": (("auth", "status"),),
+    "backup": (),  # the whole store's: refused with --person in a household, below
+    "train-classifier": (("train-classifier",),),
+}
+ELSEWHERE = {
+    "init": "writes the config file; no person's data",
+    "demo": "a throwaway store of its own",
+    "serve": "tests/web/test_household_web.py, route by route",
+    "person": "the tests above: add, list, remove",
+    "install-service": "writes the systemd unit; no person's data",
+    "worker": "tests/daemon/test_workers.py, on PostgreSQL",
+    "train-model": "simulated people only",
+    "train-transfer": "simulated people only",
+    "eval": "simulated people and public datasets only",
+}
+
+
+def _own_state(data: Path, database_url: str, person: str) -> dict[str, object]:
+    """Everything of `person`'s: their rows in every table that has a person, their keyring
+    entries, and their files (me's: the data dir without `people/`; others': theirs)."""
+    from sqlalchemy import select
+
+    from bridge.auth.secrets import FILE_NAME, EncryptedFileKeyring, service_of
+    from bridge.store import Store
+    from bridge.store.db import OWNED
+
+    store = Store(database_url)
+    try:
+        with store.engine.connect() as conn:
+            rows = {
+                table.name: sorted(
+                    repr(tuple(row))
+                    for row in conn.execute(select(table).where(table.c.person == person))
+                )
+                for table in (m.__table__ for m in OWNED)  # type: ignore[attr-defined]
+            }
+    finally:
+        store.dispose()
+    ring = EncryptedFileKeyring(data / FILE_NAME)._load()
+    home = data if person == "me" else data / "people" / person
+    shared = {FILE_NAME, FILE_NAME + ".lock"}
+    files = {
+        p.relative_to(data).as_posix(): p.read_bytes()
+        for p in sorted(home.rglob("*"))
+        if p.is_file()
+        and not (person == "me" and p.relative_to(data).parts[0] == "people")
+        and not p.name.startswith("rhythm-bridge.db")
+        and p.name not in shared
+        and not p.name.endswith(".lock")
+    }
+    return {"rows": rows, "secrets": dict(ring.get(service_of(person), {})), "files": files}
+
+
+def test_every_command_of_one_person_leaves_the_others_data_unseen_and_unchanged(
+    cfg: Path, tmp_path: Path, database_url: str
+) -> None:
+    from bridge.cli.core import COMMAND_ORDER
+
+    assert set(AS_ANA) | set(ELSEWHERE) == set(COMMAND_ORDER)
+    assert not set(AS_ANA) & set(ELSEWHERE)
+    data = tmp_path / "data"
+    readings = tmp_path / "ana.csv"
+    readings.write_text(
+        "start,end,metric,value,unit,source\n"
+        "2026-11-18T06:50:00+01:00,,hrv_rmssd,61,ms,ring\n"
+        "2026-11-18T06:50:00+01:00,,resting_hr,52,bpm,ring\n"
+    )
+    # me: a calendar, readings, a check-in, a cycle (meters, a recommendation, a snapshot),
+    # a correction and every kind of token.
+    ok(cfg, "import", "ics", CALENDAR)
+    ok(cfg, "import", "readings", readings)
+    ok(cfg, "checkin", "energy=5", "stress=1")
+    ok(cfg, "run", "--once")
+    ok(cfg, "classify", "--correct", "Team sync", "DEEP_WORK")
+    me_token = ok(cfg, "web-token").strip()
+    me_feed = ok(cfg, "calendar-feed").strip()
+    ok(cfg, "push-token", "create", "me-phone")
+    assert invoke(cfg, "notify-token", answer="me-ntfy-secret\n").exit_code == 0
+    assert invoke(cfg, "mqtt-password", answer="me-mqtt-secret\n").exit_code == 0
+    me_rec = json.loads(ok(cfg, "recommend", "--json"))
+    me_label = ok(cfg, "classify", "Team sync", "--json")
+    ok(cfg, "person", "add", "ana")
+    before = _own_state(data, database_url, "me")
+    assert all(before["rows"][t] for t in ("readings", "calendar_events", "checkins"))
+    assert before["secrets"] and before["files"]
+
+    said: list[str] = []
+    for command, runs in AS_ANA.items():
+        for args in runs:
+            filled = [
+                str(a).format(calendar=CALENDAR, readings=readings, out=tmp_path / "ana-out")
+                for a in args
+            ]
+            answer = {"notify-token": "ana-ntfy\n", "mqtt-password": "ana-mqtt\n"}.get(command)
+            result = invoke(cfg, "--person", "ana", *filled, answer=answer)
+            assert result.exit_code == 0, (filled, result.output)
+            said.append(result.output)
+    # ana answering me's recommendation finds none of hers; a backup is the household's.
+    rec_id = me_rec.get("id") or me_rec.get("recommendation_id")
+    refused = invoke(cfg, "--person", "ana", "feedback", rec_id, "accept")
+    assert refused.exit_code != 0 and str(rec_id) in refused.output
+    refused = invoke(cfg, "--person", "ana", "backup", tmp_path / "ana.db")
+    assert refused.exit_code == 2 and "every person's data" in refused.output
+    assert not (tmp_path / "ana.db").exists()
+    assert "wrote" in ok(cfg, "backup", tmp_path / "household.db")  # without --person
+
+    # Nothing of me's changed, and nothing of me's was shown to ana.
+    after = _own_state(data, database_url, "me")
+    assert after == before
+    assert ok(cfg, "--person", "me", "classify", "Team sync", "--json") == me_label
+    assert ok(cfg, "--person", "me", "web-token").strip() == me_token
+    shown = "\n".join(said) + "".join(
+        p.read_text(errors="replace") for p in (tmp_path / "ana-out").rglob("*") if p.is_file()
+    )
+    for mine in (me_token, me_feed, "me-phone", "me-ntfy-secret", "me-mqtt-secret"):
+        assert mine not in shown
+    # ana's own things are hers: her calendar and check-in are stored under her name.
+    ana = _own_state(data, database_url, "ana")
+    assert ana["rows"]["calendar_events"] and ana["rows"]["checkins"]
+    assert ana["secrets"] and ana["secrets"] != before["secrets"]
