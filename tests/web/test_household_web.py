@@ -263,3 +263,83 @@ def test_each_person_is_asked_on_their_own_topic_and_their_buttons_write_only_th
         assert c.post("/api/checkin", json={"mood": 3}).status_code == 401
     assert _checkins(store.as_person("ana")) == [("energy", 4.0, "ntfy"), ("mood", 3.0, "api")]
     assert _checkins(store) == [("energy", 2.0, "ntfy")]
+
+
+# Every route of the page, and the test that shows it serves only its token's person.
+# A new route must be placed here (the test below fails otherwise).
+ROUTES = {
+    "/": "test_each_token_reads_only_its_persons_data_route_by_route",
+    "/history": "test_each_token_reads_only_its_persons_data_route_by_route",
+    "/api/meters": "test_each_token_reads_only_its_persons_data_route_by_route",
+    "/api/history": "test_each_token_reads_only_its_persons_data_route_by_route",
+    "/api/feedback": "test_each_token_reads_only_its_persons_data_route_by_route",
+    "/api/events": "test_each_token_reads_only_its_persons_data_route_by_route",
+    "/api/events/{event_id}/label": "test_each_token_reads_only_its_persons_data_route_by_route",
+    "/api/status": "test_each_token_reads_only_its_persons_data_route_by_route",
+    "/api/recommendation": "test_the_other_routes_serve_only_their_person",
+    "/api/questions": "test_the_other_routes_serve_only_their_person",
+    "/validity": "test_the_other_routes_serve_only_their_person",
+    "/checkin": "test_the_other_routes_serve_only_their_person",
+    "/feedback": "test_the_other_routes_serve_only_their_person",
+    "/events/{event_id}/label": "test_the_other_routes_serve_only_their_person",
+    "/questions": "test_the_other_routes_serve_only_their_person",
+    "/api/checkin": "test_each_person_is_asked_on_their_own_topic_and_their_buttons_...",
+    "/login": "test_signing_in_with_a_token_is_signing_in_as_its_person",
+    "/logout": "test_signing_in_with_a_token_is_signing_in_as_its_person",
+    "/calendar/{token}.ics": "test_feeds_and_pushes_go_to_their_tokens_person",
+    "/api/push/health-auto-export": "test_feeds_and_pushes_go_to_their_tokens_person",
+    "/api/push/shortcut": "test_feeds_and_pushes_go_to_their_tokens_person",
+    "/api/people": "test_the_household_admin_lists_people_and_reads_nobodys_data",
+    "/healthz": "public, no person's data",
+    "/static": "public, the page's own files",
+}
+
+
+def test_every_route_is_placed_in_an_isolation_test(household):
+    settings, store = household
+    app = create_app(settings, store, host="192.168.1.20", clock=lambda: DEMO_NOW)
+    assert {route.path for route in app.routes} == set(ROUTES)
+
+
+def test_the_other_routes_serve_only_their_person(household):
+    from bridge.store.models import CheckIn, ClassifierCorrection
+
+    settings, store = household
+    me_token = ensure_access_token(settings)
+    ana_token = ensure_access_token(settings.for_person("ana"))
+    (ana_rec,) = ids(store.as_person("ana"), Recommendation)
+    me_rec = ids(store, Recommendation)[0]
+    me_event = ids(store, CalendarEvent)[0]
+    with store.session() as s:
+        me_titles = set(s.execute(select(CalendarEvent.title)).scalars())
+
+    def mine() -> tuple[list[int], list[int], list[int]]:
+        return ids(store, CheckIn), ids(store, ClassifierCorrection), ids(store, Feedback)
+
+    before = mine()
+    with client(settings, store) as c:
+        as_me, as_ana = bearer(me_token), bearer(ana_token)
+        hers = c.get("/api/recommendation", headers=as_ana).json()["recommendation"]
+        his = c.get("/api/recommendation", headers=as_me).json()["recommendation"]
+        assert hers["id"] == ana_rec and his["id"] == me_rec
+        asked = c.get("/api/questions?n=50", headers=as_ana)
+        assert asked.status_code == 200
+        assert not me_titles & {q["title"] for q in asked.json()["questions"]}
+        assert c.get("/validity", headers=as_ana).status_code == 200
+        # ana's writes land in ana's rows; me's ids are not found.
+        title = sorted(me_titles)[0]
+        r = c.post("/api/questions", json={"title": title, "action": "EXERCISE"}, headers=as_ana)
+        assert r.status_code == 200, r.text
+        r = c.post("/questions", data={"title": title, "action": "SLEEP"}, headers=as_ana)
+        assert r.status_code == 303, r.text
+        r = c.post("/checkin", data={"energy": "2"}, headers=as_ana)
+        assert r.status_code == 303, r.text
+        r = c.post(
+            "/feedback", data={"recommendation_id": me_rec, "response": "accept"}, headers=as_ana
+        )
+        assert r.status_code == 404
+        r = c.post(f"/events/{me_event}/label", data={"action": "EXERCISE"}, headers=as_ana)
+        assert r.status_code == 404
+    assert mine() == before
+    ana = store.as_person("ana")
+    assert ids(ana, CheckIn) and ids(ana, ClassifierCorrection)
