@@ -57,37 +57,42 @@ def test_eval_command_json_and_plot(tmp_path):
     assert bad.exit_code == 2 and "--split 'test'" in bad.stderr
 
 
-def test_train_model_is_reproducible(tmp_path):
-    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
-    for out in (a, b):
-        result = invoke("train-model", "--seed", "5", "--people", "12", "--out", out)
-        assert result.exit_code == 0, result.output
-        assert "trained on 12 simulated people" in result.stdout
-    with np.load(a, allow_pickle=False) as x, np.load(b, allow_pickle=False) as y:
-        assert json.loads(str(x["meta"]))["seed"] == 5
-        for key in ("accept_w", "delta_w", "delta_sd"):
-            assert np.array_equal(x[key], y[key])
-    # and the runner can use it
+# (command, runner it feeds, what it says, arrays that must repeat, runner version)
+TRAINERS = [
+    (
+        "train-model",
+        "bundled",
+        "trained on {n} simulated people",
+        ("accept_w", "delta_w", "delta_sd"),
+        "5-seed{seed}",
+    ),
+    (
+        "train-transfer",
+        "transfer",
+        "fitted on {n} randomized people",
+        ("alpha", "beta", "delta", "prior_cov"),
+        "1-seed{seed}",
+    ),
+]
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=[t[0] for t in TRAINERS])
+def test_a_trained_model_is_reproducible_and_its_runner_reads_it(tmp_path, trainer):
     from bridge.runner import load_runner
 
-    rec = load_runner("bundled", model=str(a)).recommend({"slot": 0}, [])
-    assert rec.runner_version == "5-seed5"
-
-
-def test_train_transfer_is_reproducible_and_the_runner_reads_it(tmp_path):
+    command, runner, said, keys, version = trainer
+    seed, n = 5, 12
     a, b = tmp_path / "a.npz", tmp_path / "b.npz"
     for out in (a, b):
-        result = invoke("train-transfer", "--seed", "2", "--people", "8", "--out", out)
+        result = invoke(command, "--seed", seed, "--people", n, "--out", out)
         assert result.exit_code == 0, result.output
-        assert "fitted on 8 randomized people" in result.stdout
+        assert said.format(n=n) in result.stdout
     with np.load(a, allow_pickle=False) as x, np.load(b, allow_pickle=False) as y:
-        assert json.loads(str(x["meta"]))["seed"] == 2
-        for key in ("alpha", "beta", "delta", "prior_cov"):
+        assert json.loads(str(x["meta"]))["seed"] == seed
+        for key in keys:
             assert np.array_equal(x[key], y[key])
-    from bridge.runner import load_runner
-
-    rec = load_runner("transfer", model=str(a)).recommend({"slot": 0}, [])
-    assert rec.runner == "transfer" and rec.runner_version == "1-seed2"
+    rec = load_runner(runner, model=str(a)).recommend({"slot": 0}, [])
+    assert rec.runner == runner and rec.runner_version == version.format(seed=seed)
 
 
 def test_recommend_from_state_and_history_files(tmp_path):
