@@ -28,6 +28,8 @@ Tables (each with and without context, i.e. the event's shape besides its title)
   are answered with the gold label, k = 0, 3, 5, 10. The sets hold each distinct title of a
   calendar once with one occurrence's duration, not the calendar's full event stream, so
   a group is one row here and the curve is what answering does per title, not per series;
+- the share of each layer's answers that are right, confident and unsure (what the
+  question list's `DOUBT` is measured from, on the dev set);
 - the time to list questions for a synthetic year of calendar (20 events a day).
 """
 
@@ -36,7 +38,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +48,7 @@ from mappings.actions import NOT_AN_ACTION, UNCLASSIFIED
 from mappings.classifier import Classification, EventInfo
 from mappings.classifier_layers import default_classifier
 from mappings.classifier_overrides import group_key
-from mappings.classifier_questions import Occurrence, questions
+from mappings.classifier_questions import SURE, Occurrence, questions
 from tests.shared import SHARED_FIXTURES, missing_reason
 
 # Real titles from other projects' calendars: read from ../shared/, never committed here.
@@ -194,6 +196,25 @@ def after_answers(items: list[Labelled], answers: list[Classification]) -> None:
     print(f"| all | {sum(map(len, by_source.values()))} | {all_minutes:,.0f} | {cells} |")
 
 
+def reliability(items: list[Labelled], answers: list[Classification]) -> None:
+    """Share right per layer, confident (>= SURE) and unsure: what DOUBT is measured from."""
+    cells: dict[tuple[str, bool], list[bool]] = defaultdict(list)
+    for a, x in zip(answers, items, strict=True):
+        if a.action != UNCLASSIFIED:
+            cells[a.layer, a.confidence >= SURE].append(no_action(a.action) == x.label)
+    print("\nshare right per layer (classifier_questions.DOUBT is 1 - this on the dev set):")
+    print("| layer | confident: right | unsure: right |")
+    print("|---|---|---|")
+    for layer in sorted({layer for layer, _ in cells}):
+        row = []
+        for sure in (True, False):
+            oks = cells.get((layer, sure), [])
+            row.append(f"{sum(oks) / len(oks):.2f} ({sum(oks)}/{len(oks)})" if oks else "-")
+        print(f"| {layer} | {row[0]} | {row[1]} |")
+    unc = sum(a.action == UNCLASSIFIED for a in answers)
+    print(f"| none (UNCLASSIFIED) | | {unc} titles |")
+
+
 def question_time() -> None:
     """Seconds to rank the questions of a synthetic year of calendar (20 events a day)."""
     import random
@@ -289,8 +310,7 @@ def main() -> None:
     for label in sorted(by_label):
         oks = by_label[label]
         print(f"  {label:<14} {sum(oks) / len(oks):.3f}  ({sum(oks)}/{len(oks)})")
-    layers = Counter(a.layer for a in answers)
-    print(f"\nanswers by layer: {dict(sorted(layers.items()))}")
+    reliability(items, answers)
     print(f"time: {n / took:,.0f} titles/s for this batch (see benchmarks/classifier.py)")
     bare = (
         answers

@@ -47,11 +47,16 @@ class EventInfo:
     organized_by_me: bool = False
 
 
+# Where an answer comes from: the person's correction (or a label they gave), the event's
+# declared type, a keyword rule, the learned model, the LLM, the event's shape, nothing.
+LAYERS = ("override", "user", "event_type", "rules", "model", "llm", "context", "none")
+
+
 @dataclass(frozen=True, slots=True)
 class Classification:
     action: str  # one of ACTIONS, NOT_AN_ACTION or UNCLASSIFIED
     confidence: float
-    layer: str  # "override", "event_type", "rules", "model", "llm", "context", "none"
+    layer: str  # one of LAYERS
     rule: str = ""
 
     @property

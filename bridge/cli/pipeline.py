@@ -527,8 +527,8 @@ def classify(
         bool,
         typer.Option(
             "--questions",
-            help="List the titles whose answer would label the most of your calendar "
-            "(past 4 weeks, next 2) that the classifier cannot label or is unsure of.",
+            help="List the titles whose answer would set the most of your calendar right "
+            "(past 4 weeks, next 2): what the classifier cannot label or is unsure of first.",
         ),
     ] = False,
 ) -> None:
@@ -592,7 +592,7 @@ def _echo_questions(count: str | None, *, as_json: bool) -> None:
         print_json([q.as_dict() for q in found])
         return
     if not found:
-        typer.echo("no questions: every event of the past 4 weeks and the next 2 is labelled")
+        typer.echo("no questions: every event of the past 4 weeks and the next 2 is answered")
         return
     for i, q in enumerate(found, 1):
         guess = "no guess" if q.guess == "UNCLASSIFIED" else f"guess {action_name(q.guess)}"

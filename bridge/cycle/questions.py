@@ -1,4 +1,4 @@
-"""`classify --questions`: the calendar's title groups whose answer would label the most time.
+"""`classify --questions`: the calendar's title groups whose answer would set the most time right.
 
 Reads the timed events of the past four weeks and the next two, labels them as the
 classifier does now (corrections, rules, model, context; never the LLM: a question is what

@@ -298,7 +298,7 @@ def _mqtt_link(settings: Settings, store: Store) -> Any:
                 store, settings, rec_id, response, now, channel=channel
             ),
         )
-        # The select shows the one title whose answer would label the most time.
+        # The select shows the one title whose answer would most likely set the most time right.
         return link.ask_with(
             lambda now: [q.as_dict() for q in calendar_questions(store, settings, now, 1)]
         ).start()

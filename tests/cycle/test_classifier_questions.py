@@ -64,7 +64,8 @@ def _weekly_series(store):
 def test_a_series_with_exceptions_is_one_question(store, settings):
     _weekly_series(store)
     got = [q.as_dict() for q in calendar_questions(store, settings, NOW)]
-    assert got[0] == {
+    ploof = next(q for q in got if q["title"] == "Ploof")
+    assert ploof == {
         "title": "Ploof",
         "minutes": 240,  # four held weeks, the retitled one included, the cancelled one not
         "occurrences": 4,
@@ -72,11 +73,13 @@ def test_a_series_with_exceptions_is_one_question(store, settings):
         "guess": "LEARN",
         "confidence": 0.5,
     }
-    assert got[1]["title"] in ("Krumpel", "krumpel")
-    assert (got[1]["minutes"], got[1]["occurrences"]) == (180, 2)
-    assert got[1]["guess"] != "UNCLASSIFIED" and got[1]["confidence"] < 0.7
-    # Called off (a rule knows it), a sure rule and an event outside the window: not asked.
-    assert len(got) == 2
+    krumpel = next(q for q in got if q["title"].lower() == "krumpel")
+    assert (krumpel["minutes"], krumpel["occurrences"]) == (180, 2)
+    assert krumpel["guess"] != "UNCLASSIFIED" and krumpel["confidence"] < 0.7
+    # Most minutes likely set right first: the model's unsure guess (180 min, wrong 58 % of
+    # the time on real calendars) and the shape's (240 min, 40 %) before what rules know
+    # (600 min of "Gym" at 6 %, the called-off hour); the event outside the window never.
+    assert [q["title"].lower() for q in got] == ["krumpel", "ploof", "gym", "ploof odwołany"]
 
 
 def _cli(tmp_path):
@@ -104,11 +107,11 @@ def test_cli_questions_then_an_answer_for_the_whole_group(tmp_path):
     finally:
         store.dispose()
     listed = json.loads(run("classify", "--questions", "--json").output)
-    assert [q["title"] for q in listed][:1] == ["Ploof"]
+    assert [q["title"] for q in listed][1:2] == ["Ploof"]
     assert set(listed[0]) == {"title", "minutes", "occurrences", "guess", "confidence"}
-    text = run("classify", "--questions", "1").output
-    assert text.startswith("1. 'Ploof': 240 min in 4 events (guess Learning, confidence 0.50)")
-    assert "Krumpel" not in text and "--correct" in text
+    text = run("classify", "--questions", "2").output
+    assert "\n2. 'Ploof': 240 min in 4 events (guess Learning, confidence 0.50)" in text
+    assert "Gym" not in text and "--correct" in text
     bad = run("classify", "--questions", "many")
     assert bad.exit_code != 0 and "whole number" in bad.output
 
@@ -131,8 +134,9 @@ def test_cli_questions_then_an_answer_for_the_whole_group(tmp_path):
     assert labels[("Ploof odwołany", "confirmed")][0] != "EXERCISE"  # a different thing
     one = json.loads(run("classify", "Ploof 19:30", "--json").output)
     assert (one["action"], one["layer"]) == ("EXERCISE", "override")
-    # Answered groups are never asked again.
-    assert json.loads(run("classify", "--questions", "--json").output) == []
+    # Answered groups are never asked again: what rules know is all that is left.
+    left = json.loads(run("classify", "--questions", "--json").output)
+    assert [q["title"] for q in left] == ["Gym", "Ploof odwołany"]
 
 
 def test_forgetting_a_near_duplicate_forgets_the_groups_answer(tmp_path):

@@ -1,8 +1,10 @@
-"""The question list, pure: grouping near-duplicates, ranking by minutes, never asking an
-answered group again."""
+"""The question list, pure: grouping near-duplicates, ranking by the minutes an answer is
+likely to set right, never asking an answered group or a declared type."""
+
+import pytest
 
 from mappings.classifier_overrides import Correction, Overrides, group_key
-from mappings.classifier_questions import Occurrence, questions
+from mappings.classifier_questions import Occurrence, doubt, questions
 
 
 def test_near_duplicates_share_a_group_but_another_word_does_not():
@@ -17,15 +19,18 @@ def _occ(title, minutes=60.0, action="UNCLASSIFIED", confidence=0.0, layer="none
     return Occurrence(title, minutes, action, confidence, layer)
 
 
-def test_the_groups_with_most_unlabelled_minutes_come_first():
+def test_the_groups_with_most_minutes_likely_set_right_come_first():
     events = [
         *[_occ("Ploof") for _ in range(4)],
         _occ("Ploof 18:00", 90),
         _occ("ploof"),
-        _occ("Ploof odwołany", 60, "NOT_AN_ACTION", 0.9, "rules"),  # known: not asked
-        *[_occ("Zorblax", 120, "LEARN", 0.5, "context") for _ in range(2)],  # unsure: asked
-        *[_occ("Gym", 600, "EXERCISE", 0.9, "rules") for _ in range(3)],  # sure: not asked
+        *[_occ("Zorblax", 120, "LEARN", 0.5, "context") for _ in range(2)],  # 240 x 0.40
+        *[_occ("Krumpel", 90, "SOCIALIZE", 0.7, "model") for _ in range(2)],  # 180 x 0.58
+        *[_occ("Gym", 600, "EXERCISE", 0.9, "rules") for _ in range(3)],  # 1800 x 0.06
+        _occ("Yoga", 300, "EXERCISE", 0.9, "rules"),  # 300 x 0.06: after Qux
         _occ("Qux", 30),
+        _occ("Ploof odwołany", 60, "NOT_AN_ACTION", 0.9, "rules"),
+        _occ("Christmas", 1440, "NOT_AN_ACTION", 0.95, "event_type"),  # the calendar says so
     ]
     got = [q.as_dict() for q in questions(events, 5)]
     assert got == [
@@ -35,6 +40,14 @@ def test_the_groups_with_most_unlabelled_minutes_come_first():
             "occurrences": 6,
             "guess": "UNCLASSIFIED",
             "confidence": 0.0,
+        },
+        {"title": "Gym", "minutes": 1800, "occurrences": 3, "guess": "EXERCISE", "confidence": 0.9},
+        {
+            "title": "Krumpel",
+            "minutes": 180,
+            "occurrences": 2,
+            "guess": "SOCIALIZE",
+            "confidence": 0.7,
         },
         {"title": "Zorblax", "minutes": 240, "occurrences": 2, "guess": "LEARN", "confidence": 0.5},
         {
@@ -46,6 +59,18 @@ def test_the_groups_with_most_unlabelled_minutes_come_first():
         },
     ]
     assert [q.title for q in questions(events, 1)] == ["Ploof"]
+    everything = [q.title for q in questions(events, 20)]
+    assert everything[5:] == ["Yoga", "Ploof odwołany"]  # "Christmas" is never asked
+
+
+def test_every_layer_has_a_doubt():
+    from mappings.classifier import LAYERS
+    from mappings.classifier_questions import DOUBT, NEVER_ASKED, OWN_SAY
+
+    assert set(DOUBT) | NEVER_ASKED | OWN_SAY == set(LAYERS)
+    assert not set(DOUBT) & (NEVER_ASKED | OWN_SAY)
+    assert doubt("LEARN", "llm", 0.8) == pytest.approx(0.2)
+    assert doubt("UNCLASSIFIED", "rules", 0.9) == 1.0
 
 
 def test_an_answered_group_is_never_asked_again():

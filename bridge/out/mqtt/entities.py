@@ -263,7 +263,7 @@ def checkin_states(said: dict[str, float]) -> dict[str, tuple[str, dict[str, Any
 
 
 def question_config(topics: Topics) -> dict[str, Any]:
-    """A select: the calendar title whose answer would label the most time (in its
+    """A select: the calendar title whose answer would most likely set the most time right (in its
     attributes), answered by choosing what it is; pressable only while the daemon listens."""
     select = _sensor(topics, QUESTION, "Calendar question", icon="mdi:help-circle-outline")
     select["availability"].append(
