@@ -136,6 +136,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|" + "---|" * (len(KS) + 1))
     totals = [0.0] * (len(KS) + 1)
     all_minutes = 0.0
+    pooled = [0, 0, 0]  # action titles, right, abstained
     unlabelled = 0
     for path in files:
         source = path.stem
@@ -158,6 +159,7 @@ def main() -> None:
         acts = [i for i in firsts.values() if gold[i] != NOT_AN_ACTION]
         ok = sum(no_action(answers[i].action) == gold[i] for i in acts)
         abst = sum(answers[i].action == UNCLASSIFIED for i in acts)
+        pooled = [pooled[0] + len(acts), pooled[1] + ok, pooled[2] + abst]
         timed = [i for i, ev in enumerate(kept) if not ev.all_day]
         occ = [
             Occurrence(
@@ -197,9 +199,11 @@ def main() -> None:
         print(
             f"| {source} | {len(kept)} | {len(firsts)} | {acc} | {ab} | {minutes:,.0f} | {cells} |"
         )
-    if all_minutes:
+    if all_minutes and pooled[0]:
         cells = " | ".join(f"{t / all_minutes:.0%}" for t in totals)
-        print(f"| all | | | | | {all_minutes:,.0f} | {cells} |")
+        acc, ab = pooled[1] / pooled[0], pooled[2] / pooled[0]
+        head = f"| all | | {pooled[0]} action | {acc:.2f} | {ab:.0%}"
+        print(f"{head} | {all_minutes:,.0f} | {cells} |")
     if unlabelled:
         print(f"{unlabelled} events had no label in labels.tsv and were left out")
 

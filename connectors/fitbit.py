@@ -11,7 +11,8 @@ Members are recognised by name wherever they sit, so the Takeout tree
                                          light, deep, rem, plus levels.shortData: wakes
                                          under 3 minutes laid over them) or "classic"
                                          (asleep, restless, awake), logId, dateOfSleep
-    sleep_score.csv                      sleep_log_entry_id, timestamp, overall_score
+    sleep_score.csv                      sleep_log_entry_id, timestamp, overall_score,
+                                         revitalization_score (the restoration part)
     resting_heart_rate[-DATE].json       {dateTime, value: {date, value, error}}; 0 = none
     steps[-DATE].json                    per minute {dateTime, value: "<count>"}
     heart_rate-DATE.json                 per few seconds {dateTime, value: {bpm, ...}}
@@ -32,9 +33,14 @@ Fitbit's HRV is RMSSD (`hrv_rmssd`). The stress management score runs the other 
 Garmin's stress (high = calm), so it is kept as its own metric, `stress_score`, beside
 the sleep score and the daily readiness score: vendor scores kept for reference.
 
+The sleep score's restoration part (`revitalization_score`, 0-25: how far the sleeping
+heart rate fell below the resting one, and how restless the night was) is stored beside
+the score as `restoration`: an overnight recovery measure known at wake-up, which the
+meters read as they read WHOOP's recovery (mappings/signals.py).
+
 A night's rows (in-bed span, hypnogram) are one fact, `sleep:<dateOfSleep>`, and its
-score another, `score:<dateOfSleep>`: a newer export with a re-scored or edited night
-replaces the earlier rows of that night (connectors/base.py).
+score another, `score:<dateOfSleep>` (with its restoration part): a newer export with a
+re-scored or edited night replaces the earlier rows of that night (connectors/base.py).
 """
 
 from __future__ import annotations
@@ -270,9 +276,15 @@ def _score(
         else:
             when = _wall(row["timestamp"], ctx.tz)
             night = str(when.date())
-        rec = ReadingRecord("sleep_score", when, when, value, "score", "", ORIGIN)
-        rec.revision = f"score:{night}"
-        return [rec]
+        records = [ReadingRecord("sleep_score", when, when, value, "score", "", ORIGIN)]
+        restoration = _num(row.get("revitalization_score"))
+        if restoration is not None and restoration > 0:
+            records.append(
+                ReadingRecord("restoration", when, when, restoration, "score", "", ORIGIN)
+            )
+        for rec in records:
+            rec.revision = f"score:{night}"
+        return records
 
     rows = _rows(bundle, name, ("timestamp", "overall_score"))
     yield from _each("sleep score", bundle, name, rows, convert)

@@ -45,6 +45,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     "steps": ("count", "steps"),
     "stress": ("score", "0-100"),
     "recovery": ("%", "percent"),
+    "restoration": ("score", "0-25"),  # as Fitbit's sleep score writes its part
     "body_battery": ("score", "0-100"),
     "sleep_score": _SCORE,
     "readiness_score": _SCORE,

@@ -126,7 +126,7 @@ SOURCES: tuple[SourceSpec, ...] = (
         name="fitbit",
         provides=frozenset(
             {"sleep", "sleep_score", "resting_hr", "steps", "heart_rate", "active_minutes"}
-            | {"hrv_rmssd", "respiratory_rate", "stress_score", "readiness_score"}
+            | {"hrv_rmssd", "respiratory_rate", "stress_score", "readiness_score", "restoration"}
         ),
         section="fitbit",
         imports=True,
@@ -140,7 +140,7 @@ SOURCES: tuple[SourceSpec, ...] = (
         provides=frozenset(
             {"sleep", "hrv_rmssd", "hrv_sdnn", "resting_hr", "heart_rate", "respiratory_rate"}
             | {"steps", "stress", "recovery", "body_battery", "sleep_score", "readiness_score"}
-            | {"workout", "mindful"}
+            | {"workout", "mindful", "restoration"}
         ),
         imports=True,
     ),

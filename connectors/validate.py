@@ -29,6 +29,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "sleep": (0, 24 * 60),
     "mindful": (0, 12 * 60),
     "workout": (0, 24 * 60),
+    "restoration": (0, 25),  # the restoration part of Fitbit's sleep score
     "sleep_score": (0, 100),  # WHOOP's sleep performance, Garmin's and Fitbit's score
     "stress_score": (0, 100),  # Fitbit's stress management score (high = calm)
     "readiness_score": (0, 100),  # Fitbit's daily readiness

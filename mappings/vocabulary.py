@@ -97,8 +97,9 @@ INPUTS: tuple[InputSpec, ...] = (
     ),
     InputSpec(
         name="recovery",
-        metrics=("recovery",),
-        unit="%",
+        # WHOOP's recovery (%) and Fitbit's sleep restoration (of 25), scored apart
+        metrics=("recovery", "restoration"),
+        unit="% or of 25",
         builders=("signal_inputs",),
         evidence="recovery",
     ),

@@ -53,6 +53,7 @@ def test_every_file_of_the_takeout_tree_is_read(ctx):
     assert Counter(r.metric for r in readings) == {
         "sleep": 17,
         "sleep_score": 2,
+        "restoration": 2,  # the scores' restoration parts
         "resting_hr": 2,  # the 0 of a day without a value is dropped
         "steps": 2,
         "heart_rate": 2,
@@ -102,6 +103,9 @@ def test_scores_and_daily_values(ctx):
     # Dated at the end of its sleep log, not at its "Z" timestamp read as UTC.
     assert score.start == score.end and score.start.isoformat() == "2026-11-18T06:40:00+01:00"
     assert score.value == 82 and score.revision == "score:2026-11-18"
+    # Its restoration part, at the same moment and in the same fact (re-scored together).
+    part = by[("restoration", "2026-11-18")]
+    assert (part.start, part.value, part.revision) == (score.start, 20, "score:2026-11-18")
     # A score whose log is not in the export: its timestamp, as local wall time.
     assert by[("sleep_score", "2026-11-17")].start.isoformat() == "2026-11-17T07:05:00+01:00"
     hrv = by[("hrv_rmssd", "2026-11-18")]
@@ -125,18 +129,46 @@ def test_a_folder_and_its_zip_are_the_same_export(ctx, tmp_path):
     ]
 
 
+def test_the_sleep_scores_restoration_is_the_recovery_input_and_the_switch_drops_it(
+    store, ctx, tmp_path
+):
+    """Fitbit's restoration (sleeping heart rate below resting) is read as WHOOP's recovery
+    is: dated at the wake-up, scored against its own baseline; a weights file that keeps
+    vendor composites out leaves it out."""
+    from datetime import UTC, date, datetime
+
+    from bridge.cycle.meters import load_frames
+    from mappings.meters import MeterRules, compute_slots, load_weights
+    from mappings.slots import SlotKey
+
+    import_file(store, "fitbit", TAKEOUT, ctx)
+    lo, hi = datetime(2026, 11, 10, tzinfo=UTC), datetime(2026, 11, 19, tzinfo=UTC)
+    readings, events = load_frames(store, lo, hi)
+    slot = [SlotKey(date(2026, 11, 18), 1)]
+    (res,) = compute_slots(readings, events, slot, tz=ctx.tz, now=hi)
+    used = {i["name"]: i for i in res.meters["vitality"].provenance["inputs"]}
+    assert used["recovery"]["value"] == 20  # the morning's restoration points
+    # Two nights are no baseline: the population's 19 +/- 3.3 places 20 a little above.
+    assert 0.5 < used["recovery"]["score"] < 0.8
+    own = tmp_path / "weights.toml"
+    own.write_text('version = "no-vendor.1"\n[vendor_scores]\nas_inputs = false\n')
+    rules = MeterRules(weights=load_weights(own))
+    (res,) = compute_slots(readings, events, slot, tz=ctx.tz, now=hi, rules=rules)
+    assert "recovery" not in {i["name"] for i in res.meters["vitality"].provenance["inputs"]}
+
+
 def test_importing_twice_adds_nothing(store, ctx, tmp_path):
     folder = _copy(tmp_path)
     first = import_file(store, "fitbit", folder, ctx)
-    assert first.new == first.records == store.count(Reading) == 31
+    assert first.new == first.records == store.count(Reading) == 33
     assert sum(first.skipped.values()) == 3
     again = import_file(store, "fitbit", folder, ctx)
     assert again.skipped_same_file
     forced = import_file(store, "fitbit", folder, ctx, force=True)
-    assert forced.new == 0 and store.count(Reading) == 31
+    assert forced.new == 0 and store.count(Reading) == 33
     # The same export as a ZIP: its rows are already there.
     zipped = import_file(store, "fitbit", _zip(folder, tmp_path / "t.zip"), ctx)
-    assert zipped.new == 0 and store.count(Reading) == 31
+    assert zipped.new == 0 and store.count(Reading) == 33
 
 
 def test_a_changed_folder_is_imported_again(store, ctx, tmp_path):
@@ -222,7 +254,7 @@ def test_the_cli_imports_a_folder(tmp_path):
     folder = _copy(tmp_path)
     result = CliRunner().invoke(app, ["--config", str(cfg), "import", "fitbit", str(folder)])
     assert result.exit_code == 0, result.output
-    assert "31 records" in result.output and "3 skipped as unreadable" in result.output
+    assert "33 records" in result.output and "3 skipped as unreadable" in result.output
     again = CliRunner().invoke(app, ["--config", str(cfg), "import", "fitbit", str(folder)])
     assert "already imported" in again.output
 
@@ -269,6 +301,6 @@ def test_the_watched_export_dir_imports_a_takeout_zip_once(store, settings, ctx,
         update={"sources": settings.sources.model_copy(update={"fitbit": section})}
     )
     first = run_source(store, settings, "fitbit", ctx)
-    assert first.status == "ok" and first.new == store.count(Reading) == 31
+    assert first.status == "ok" and first.new == store.count(Reading) == 33
     again = run_source(store, settings, "fitbit", ctx)
     assert again.status == "ok" and again.records == 0

@@ -59,6 +59,7 @@ def test_signals_and_habits_are_declared_inputs_built_by_their_function():
     for signal in SIGNALS:
         assert BY_NAME[signal.name].builders == ("signal_inputs",)
         assert set(signal.population) <= set(signal.metrics), signal.name
+        assert set(signal.floors) <= set(signal.metrics), signal.name
     for habit in HABITS:
         assert BY_NAME[habit.name].builders == ("habit_inputs",)
 
