@@ -408,6 +408,22 @@ class Choosing:
     guard: float = GUARD
 
 
+@dataclass(frozen=True, slots=True)
+class _View:
+    """What `recommend` reads of the posterior after a history (see `_view`)."""
+
+    full: np.ndarray  # (E, K, B) over live experts and kept profiles
+    live: np.ndarray
+    keep: np.ndarray
+    belief: np.ndarray
+    sd: np.ndarray
+    slot: int
+    meters: np.ndarray
+    h: np.ndarray  # (E, A, K, B) entropy of each answer
+    full32: np.ndarray
+    expected: np.ndarray  # (A,) P(accept)
+
+
 class BundledRunner:
     name = "bundled"
 
@@ -467,9 +483,8 @@ class BundledRunner:
         w = np.exp(logp)
         return w / w.sum()
 
-    def recommend(
-        self, observation: dict[str, Any], history: list[dict[str, Any]]
-    ) -> Recommendation:
+    def _view(self, observation: dict[str, Any], history: list[dict[str, Any]]) -> _View:
+        """The posterior as choosing and predicting read it, and P(accept) per action."""
         m = self.model
         full = self.expert_posterior(history)
         by_expert = full.sum((1, 2))
@@ -488,7 +503,6 @@ class BundledRunner:
         keep = np.flatnonzero(post >= PRUNE * post.max())
         full = full[:, keep]
         full /= full.sum()
-        g = m.g[keep]
         slot, meters = int(observation.get("slot", 0)) % 4, meters_of(observation)
         every = np.arange(len(ACTIONS))
         busy = booked(observation.get("free_minutes")) if self.calendar else 0.0
@@ -505,6 +519,21 @@ class BundledRunner:
         p, h = _bernoulli(z.astype(np.float32)[..., None] + off)  # (E, A, K, B)
         full32 = full.astype(np.float32)
         expected = np.einsum("eakb,ekb->a", p, full32).astype(np.float64)
+        return _View(full, live, keep, belief, sd, slot, meters, h, full32, expected)
+
+    def predict(self, observation: dict[str, Any], history: list[dict[str, Any]]) -> np.ndarray:
+        """(A,) P(accept) of every action now: the posterior's own, what `recommend` states
+        as `expected_accept` for the one it chooses (bridge.sim.heartsteps replays it)."""
+        return self._view(observation, history).expected
+
+    def recommend(
+        self, observation: dict[str, Any], history: list[dict[str, Any]]
+    ) -> Recommendation:
+        m = self.model
+        v = self._view(observation, history)
+        full, live, keep, belief, sd = v.full, v.live, v.keep, v.belief, v.sd
+        slot, meters, h, full32, expected = v.slot, v.meters, v.h, v.full32, v.expected
+        g = m.g[keep]
         # Mutual information between the answer and (expert, profile, offset): what
         # asking would teach.
         gain = _entropy(expected) - np.einsum("eakb,ekb->a", h, full32)

@@ -32,6 +32,9 @@ The runners:
   decision time falls in (decision points 1-5 -> morning, afternoon, afternoon, evening,
   evening), with no meters (HeartSteps records none) and none of the trial's context. It
   learns the person's own liking of EXERCISE and their readiness to say yes.
+- `runner-bundled`: the product's default runner (bridge.runner.bundled, model version 5)
+  on the same history: its P(accept) of EXERCISE in the slot, from its posterior over the
+  profile and the person's acceptance offset; meters unknown (0.5), no calendar.
 The hyperparameters of `no-prior` and `transfer` are chosen per held-out person on the
 other people only, from the same small grid, by their prequential log-loss.
 """
@@ -39,12 +42,14 @@ other people only, from the same small grid, by their prequential log-loss.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bridge.config import RunnerSettings
 from bridge.errors import InputError
 from bridge.runner.online import OnlineLogistic, sigmoid
 from mappings.actions import ACTIONS
@@ -66,8 +71,11 @@ FEATURES = (
     "temperature",
     "study_week",
 )
-RUNNERS = ("person-rate", "pooled", "no-prior", "transfer", "runner-transfer")
-DEFAULT_RUNNER = "transfer"
+RUNNERS = ("person-rate", "pooled", "no-prior", "transfer", "runner-transfer", "runner-bundled")
+# The product's own runners, as shipped, by their name here.
+PRODUCT_RUNNERS = {"runner-transfer": "transfer", "runner-bundled": "bundled"}
+# The product's default runner (`[runner] name`), as the replay names it.
+DEFAULT_RUNNER = next(k for k, v in PRODUCT_RUNNERS.items() if v == RunnerSettings().name)
 NO_PRIOR_GRID = (0.5, 1.0, 2.0)  # prior sd of every weight
 TRANSFER_GRID = (0.1, 0.25, 0.5, 1.0)  # prior sd of a person's deviation from the pool
 DRY = ("Clear", "Partly Cloudy", "Mostly Cloudy", "Overcast", "Scattered Clouds")
@@ -226,12 +234,20 @@ PRODUCT_SLOT = {0: 0, 1: 1, 2: 1, 3: 2, 4: 2}
 
 
 class ProductRunner:
-    """The product's transfer runner on the replay (the runner-shaped history it reads)."""
+    """One of the product's runners on the replay (the runner-shaped history it reads):
+    `transfer` or `bundled`, each as shipped."""
 
-    def __init__(self) -> None:
-        from bridge.runner.transfer import TransferRunner
+    def __init__(self, name: str) -> None:
+        self.accept: Callable[[dict[str, Any], list[dict[str, Any]]], np.ndarray]
+        if name == "bundled":
+            from bridge.runner.bundled import BundledRunner
 
-        self.runner = TransferRunner()
+            self.accept = BundledRunner().predict
+        else:
+            from bridge.runner.transfer import TransferRunner
+
+            transfer = TransferRunner()
+            self.accept = lambda observation, history: transfer.predict(observation, history)[0]
         self.history: list[dict[str, Any]] = []
         self._last: tuple[tuple[int, int], float] | None = None
 
@@ -244,7 +260,7 @@ class ProductRunner:
         # Both kinds of suggestion are one action to it: ask once per point.
         key = (len(self.history), self._slot(x))
         if self._last is None or self._last[0] != key:
-            p = self.runner.predict({"slot": key[1]}, self.history)[0]
+            p = self.accept({"slot": key[1]}, self.history)
             self._last = (key, float(p[EXERCISE]))
         return self._last[1]
 
@@ -378,8 +394,8 @@ def _learner(name: str, others: list[Person], hyper: float) -> Any:
         return OnlineLogistic(np.zeros(len(FEATURES)), hyper)
     if name == "transfer":
         return OnlineLogistic(pooled_weights(others), hyper)
-    if name == "runner-transfer":
-        return ProductRunner()
+    if name in PRODUCT_RUNNERS:
+        return ProductRunner(PRODUCT_RUNNERS[name])
     raise InputError(f"unknown HeartSteps runner {name!r}; use {', '.join(RUNNERS)}")
 
 

@@ -17,6 +17,7 @@ from bridge.cli.main import app
 from bridge.sim.heartsteps import (
     RUNNERS,
     OnlineLogistic,
+    ProductRunner,
     evaluate,
     features,
     load,
@@ -99,6 +100,11 @@ def test_a_person_whose_answers_flip_is_followed_and_nothing_is_nan(tmp_path: Pa
         for scores in row["runners"].values():
             assert all(v is None or math.isfinite(v) for k, v in scores.items() if k != "n"), row
     assert set(report["runners"]) == set(RUNNERS)
+    # The product's runners follow the flip too, each at its own pace.
+    for name, drop in (("bundled", 0.2), ("transfer", 0.5)):
+        preds = replay(flip, ProductRunner(name))
+        at = {q.week: q.p for q in preds}  # the last prediction of each week
+        assert at[5] < at[2] - drop, (name, at)
 
 
 def test_a_person_who_never_answers_has_nothing_to_predict_when_only_ratings_count(
