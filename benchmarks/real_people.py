@@ -14,7 +14,8 @@ within-person Spearman rho of each meter, each single input and Fitbit's sleep s
 share of stored slots where a meter sits at exactly 0 or 1; the forward-in-time rho of
 weights fitted per person (fit on every paired day before, refit every week, first fit
 after `--k-weeks` weeks, scored on the rest) beside the bundled weights on the same days;
-and the import + meters wall time per person. Figures only, no assertions.
+the same inputs' best weights per person fitted and scored on the same days (an optimistic
+ceiling for any weights); and the import + meters wall time per person. Figures only, no assertions.
 
 PMData's scales: readiness 0-10, the others 1-5 with 5 the good end (fatigue 5 = fresh,
 stress 5 = relaxed, soreness 5 = not sore: all rise with readiness in the data). Our
@@ -121,6 +122,23 @@ def median(values: list[float]) -> str:
     return f"{statistics.median(values):+.2f} ({len(values)})" if values else "  —  "
 
 
+def best_in_sample(scores: np.ndarray, said: np.ndarray) -> float:
+    """Spearman rho of the least-squares composite of `scores` fitted to `said` on the same
+    days (a missing input stands at its mean): about what the best weights could reach,
+    optimistic as every in-sample fit is."""
+    from mappings.validity import spearman
+
+    ok = ~np.isnan(said)
+    x, y = scores[ok], said[ok]
+    x = x[:, ~np.isnan(x).all(axis=0)]
+    if len(y) < 3 or not x.shape[1]:
+        return float("nan")
+    x = np.where(np.isnan(x), np.nanmean(x, axis=0), x)
+    design = np.column_stack([x, np.ones(len(y))])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    return spearman(design @ coef, y)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--people", help="comma-separated, e.g. p01,p05 (default: all)")
@@ -149,6 +167,7 @@ def main() -> None:
     fitted: dict[tuple[str, str], list[float]] = defaultdict(list)
     bundled_same: dict[tuple[str, str], list[float]] = defaultdict(list)
     kept_bundled: dict[str, int] = defaultdict(int)
+    ceiling: dict[tuple[str, str], list[float]] = defaultdict(list)
     pinned, total = np.zeros(len(METERS)), np.zeros(len(METERS))
     timings = []
     for name in names:
@@ -183,6 +202,7 @@ def main() -> None:
                 continue
             order = sorted(table)
             scores = np.column_stack([p.inputs[k] for k in order])
+            ceiling[(item, meter)].append(best_in_sample(scores, said))
             fit = forward_fit(scores, said, np.array([table[k] for k in order]))
             if fit is None or fit.forward_fitted is None or fit.forward_bundled is None:
                 continue
@@ -207,6 +227,12 @@ def main() -> None:
             f"{median(bundled_same[(item, meter)])}; fit kept out for {kept_bundled[item]} "
             "people (forward check favoured the bundled weights)"
         )
+    print(
+        "\nCeiling: each person's best linear weights of the same inputs, fitted on all of "
+        "their days and scored on the same days (an optimistic ceiling for any weights):"
+    )
+    for (item, meter), values in sorted(ceiling.items()):
+        print(f"  {meter} vs {item}: {median(values)}")
     print("\nShare of stored slots with a meter at exactly 0 or 1:")
     for i, m in enumerate(METERS):
         share = pinned[i] / total[i] if total[i] else float("nan")
