@@ -104,6 +104,10 @@ def test_a_sports_calendar_fixture_is_watching_but_its_all_day_entries_are_not()
     # A fixture in one's own or a club's calendar is playing.
     assert rules.classify(EventInfo(title="FC Musterdorf – SV Beispiel")).action == "EXERCISE"
     assert rules.classify(EventInfo(title="Spurs v Arsenal")).action == "EXERCISE"
+    # A plain hyphen too, beside a club's marker; without one it is any title's dash.
+    for title in ("Atlético de Madrid - Sevilla FC", "Partido: CD Leganés - Real Oviedo"):
+        assert rules.classify(EventInfo(title=title)).action == "EXERCISE", title
+    assert rules.match_title("Blorp - Zorblax") is None
     # An en dash between words that are not club names is no fixture.
     assert rules.match_title("Lesung – Neue Gedichte") is None
 
