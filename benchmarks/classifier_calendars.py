@@ -38,6 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.classifier_real import KS, no_action
 from bridge.config import Settings
 from bridge.cycle.classify import event_info
 from bridge.store.models import CalendarEvent
@@ -49,12 +50,7 @@ from mappings.classifier_layers import LayeredClassifier, default_classifier
 from mappings.classifier_overrides import Correction, Overrides, group_key, title_pattern
 from mappings.classifier_questions import SURE, Occurrence, questions
 
-KS = (0, 3, 5, 10)
 _START = re.compile(rb"^DTSTART[^:\r\n]*:(\d{8})", re.MULTILINE)
-
-
-def no_action(label: str) -> str:
-    return NOT_AN_ACTION if label == UNCLASSIFIED else label
 
 
 def read_labels(path: Path) -> dict[tuple[str, str], str]:
