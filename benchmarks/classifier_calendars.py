@@ -34,6 +34,7 @@ import re
 import sys
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -98,15 +99,22 @@ def old_questions(occ: list[Occurrence], k: int) -> set[str]:
     return set(sorted(unsure, key=lambda key: -minutes[key])[:k])
 
 
+@cache
+def training_set() -> tuple[tuple[str, str], ...]:
+    from mappings.classifier_model import bundled_training_set, read_labelled
+
+    return tuple(read_labelled(bundled_training_set()))
+
+
 def answered_classifier(
     clf: LayeredClassifier, answers: list[tuple[str, str]]
 ) -> LayeredClassifier:
     """The classifier after the person gave these (title, label) answers and the model
     was fitted again with them."""
-    from mappings.classifier_model import bundled_training_set, read_labelled, train
+    from mappings.classifier_model import train
 
     fixes = Overrides([Correction(title_pattern(t), label, t) for t, label in answers])
-    model = train(read_labelled(bundled_training_set()), extra_weight=answers)
+    model = train(training_set(), extra_weight=answers)
     return LayeredClassifier(rules=clf.rules, model=model, overrides=fixes)
 
 
@@ -148,7 +156,8 @@ def main() -> None:
                 continue
             gold.append(label)
             kept.append(ev)
-        answers: list[Classification] = clf.classify_many([event_info(ev, settings) for ev in kept])
+        infos = [event_info(ev, settings) for ev in kept]
+        answers: list[Classification] = clf.classify_many(infos)
         firsts: dict[str, int] = {}
         for i, ev in enumerate(kept):
             firsts.setdefault(ev.title.strip(), i)
@@ -170,14 +179,13 @@ def main() -> None:
         minutes = sum(o.minutes for o in occ)
         asked_by = [{q.key for q in questions(occ, k)} for k in KS] + [old_questions(occ, 10)]
         shares = []
-        infos = [event_info(kept[i], settings) for i in timed]
         for j, asked in enumerate(asked_by):
             now = answers
             if asked and args.retrain:
                 pairs = zip(timed, occ, strict=True)
                 given = {group_key(o.title): (o.title, gold[i]) for i, o in pairs}
                 after = answered_classifier(clf, [given[key] for key in sorted(asked)])
-                relabelled = after.classify_many(infos)
+                relabelled = after.classify_many([infos[i] for i in timed])
                 now = list(answers)
                 for i, lab in zip(timed, relabelled, strict=True):
                     now[i] = lab
