@@ -399,8 +399,20 @@ def _occurrences(cal: Any, exp: _Expansion, skipped: list[Skipped]) -> Iterator[
             exp.broken.add(str(series.uid))
             skipped.append(Skipped("event", _unreadable(series, err)))
             continue
+        single = not _repeats(series)
         for occurrence in occurrences:
-            yield occurrence.as_component(False)
+            comp = occurrence.as_component(False)
+            if single and "X-RB-SERIES" not in comp:
+                # The library gives every instance a RECURRENCE-ID, a lone event's too; a
+                # lone event has none ("" in the store), and is not read as a series'.
+                comp.pop("RECURRENCE-ID", None)
+            yield comp
+
+
+def _repeats(series: Any) -> bool:
+    """Whether a series is more than one event as written: a rule, extra dates, or an
+    instance written apart from its rule."""
+    return any(c.rrules or c.rdates or c.is_modification() for c in series.components)
 
 
 def _limit_rules(cal: Any, exp: _Expansion, skipped: list[Skipped]) -> None:

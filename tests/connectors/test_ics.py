@@ -29,6 +29,19 @@ def test_recurring_series_with_exdate_and_moved_instance(ctx):
     assert len([e for e in sarah.values() if e.start.date() == date(2026, 11, 18)]) == 0
 
 
+def test_only_a_series_instance_has_a_recurrence_id(ctx):
+    # recurring-ical-events stamps every instance it yields with a RECURRENCE-ID, a lone
+    # event's too: read as-is, every event of a file looked like a series to the
+    # classifier's "weekly block" reading.
+    events = _events(SAMPLE / "calendar.ics", ctx)
+    lone = [e for e in events if e.title in ("Team social event", "Expense report")]
+    series = [e for e in events if e.title == "Team standup"]
+    assert lone and all(e.recurrence_id == "" for e in lone)
+    assert len(series) > 1 and all(e.recurrence_id for e in series)
+    moved = [e for e in events if e.title == "1:1 with Sarah"]
+    assert moved and all(e.recurrence_id for e in moved)
+
+
 def test_all_day_and_transparent_events(ctx):
     events = _events(SAMPLE / "calendar.ics", ctx)
     holiday = next(e for e in events if "holiday" in e.title)
