@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bridge.errors import InputError
-from bridge.runner.base import Recommendation, available_actions
+from bridge.runner.base import STATED, Recommendation, available_actions
 from bridge.runner.features import (
     N_CTX,
     RESPONSE_VALUE,
@@ -35,7 +35,7 @@ from bridge.runner.features import (
     profile_features,
 )
 from bridge.runner.recalibrate import SD as RECALIBRATE_SD
-from bridge.runner.recalibrate import STATED, recalibrated
+from bridge.runner.recalibrate import recalibrated
 from mappings.actions import ACTIONS, METERS
 
 GRID_POINTS = 9

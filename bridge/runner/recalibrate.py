@@ -6,7 +6,7 @@ person who turns against the suggestions is followed only so far. This follows t
 rest of the way without touching any choice: logit' = logit(p) + b, with b ~ N(0, SD^2)
 fitted (Laplace, MAP; older answers weigh less) on the person's answered items against the
 P(accept) the runner
-stated *when it recommended each one* (`STATED`), never against what its current posterior
+stated *when it recommended each one* (`base.STATED`), never against what its current posterior
 says of them: that posterior has already read those answers, and fitting to it would count
 each answer twice. Items without a stated P (older rows, the simulator's histories) are
 left out, so a person with none gets the runner's own P exactly.
@@ -19,12 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from bridge.runner.base import STATED
 from bridge.runner.features import RESPONSE_VALUE
 from bridge.runner.online import laplace
 
-# The history item's key for the runner's own P(accept) of the action when it recommended it,
-# before any correction (Recommendation.extra and the stored row carry it by the same name).
-STATED = "model_accept"
 # The correction's prior sd (logit) and the half-life (in answers) of an answer's weight in
 # it: people drift, and the runner's own offset grid already holds the long-run rate. Both
 # chosen on the HeartSteps replay, leave one person out, from sd 0.25/0.5/1/2 x half-life

@@ -51,6 +51,7 @@ import numpy as np
 
 from bridge.config import RunnerSettings
 from bridge.errors import InputError
+from bridge.runner.base import STATED
 from bridge.runner.online import OnlineLogistic, sigmoid
 from mappings.actions import ACTIONS
 
@@ -238,7 +239,7 @@ class ProductRunner:
     `transfer` or `bundled`, each as shipped.
 
     Each answered item carries the P(accept) the runner stated for it before its answer
-    (`recalibrate.STATED`), as the product's stored recommendations do: the bundled
+    (`bridge.runner.base.STATED`), as the product's stored recommendations do: the bundled
     runner's per-person correction is fitted on those, never on its current posterior.
     """
 
@@ -289,8 +290,6 @@ class ProductRunner:
         return self._last[2]
 
     def update(self, x: np.ndarray, y: int) -> None:
-        from bridge.runner.recalibrate import STATED
-
         item: dict[str, Any] = {
             "day": len(self.history) // 4 % 7,
             "slot": self._slot(x),
