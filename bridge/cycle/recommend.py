@@ -16,6 +16,7 @@ from bridge.config import Settings
 from bridge.cycle.tasks import task_observation
 from bridge.errors import BridgeError, ConfigError
 from bridge.learning.history import interaction_history
+from bridge.runner.base import STATED
 from bridge.store import Store, upsert
 from bridge.store.db import dumps, utcnow
 from bridge.store.models import CalendarEvent, MeterSnapshot, Recommendation
@@ -379,6 +380,7 @@ def recommend(
         "action": rec.action,
         "belief": json.dumps(rec.belief),
         "belief_sd": json.dumps(rec.extra["belief_sd"]) if rec.extra.get("belief_sd") else None,
+        "model_accept": rec.extra.get(STATED),
         "rationale": rec.rationale,
         "runner": rec.runner,
         "runner_version": rec.runner_version,

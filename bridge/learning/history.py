@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlmodel import col
 
+from bridge.runner.base import STATED
 from bridge.store import Store
 from bridge.store.models import Feedback, MeterSnapshot, Recommendation
 from mappings.actions import METERS
@@ -69,6 +70,8 @@ def interaction_history(
             "response": fb.response,
             "meter_deltas": deltas,
         }
+        if rec.model_accept is not None:  # what the runner stated then (runner.recalibrate)
+            item[STATED] = rec.model_accept
         # What the calendar looked like when it was recommended: an Ignore in a booked slot
         # says less about the person than one in a free evening.
         seen = json.loads(rec.observation or "{}")

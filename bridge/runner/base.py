@@ -5,11 +5,13 @@
                    "free_minutes"?, "available_actions"?}
     history     = [{"day", "slot", "meters": {...}, "action",
                     "response": "accepted"|"ignored"|"rescheduled"|"expired",
-                    "meter_deltas": {...}}]
+                    "meter_deltas": {...}, "model_accept"?}]
 
 Meters may be None (no evidence); a runner must cope. `free_minutes` is the longest free
 calendar window in the slot; `available_actions` the actions a window is long enough for:
-a runner recommends only those (the cycle replaces any other answer).
+a runner recommends only those (the cycle replaces any other answer). `model_accept` is the
+P(accept) the runner stated for the item's action when it recommended it, before any
+per-person correction (bridge.runner.recalibrate); absent when it stated none.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from mappings.actions import ACTIONS
+
+# The history item's key (and Recommendation.extra's, and the stored column's) for what the
+# runner stated then: see the module's docstring.
+STATED = "model_accept"
 
 
 @dataclass(frozen=True)

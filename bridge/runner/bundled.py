@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bridge.errors import InputError
-from bridge.runner.base import Recommendation, available_actions
+from bridge.runner.base import STATED, Recommendation, available_actions
 from bridge.runner.features import (
     N_CTX,
     RESPONSE_VALUE,
@@ -34,6 +34,8 @@ from bridge.runner.features import (
     meters_of,
     profile_features,
 )
+from bridge.runner.recalibrate import SD as RECALIBRATE_SD
+from bridge.runner.recalibrate import recalibrated
 from mappings.actions import ACTIONS, METERS
 
 GRID_POINTS = 9
@@ -437,6 +439,7 @@ class BundledRunner:
         delta_weight: float | None = None,
         offsets: tuple[float, ...] | None = None,
         expert_temper: float | None = None,
+        recalibrate: float = RECALIBRATE_SD,
     ) -> None:
         # a loaded model: bridge.sim.trials hands in one that runs trials
         self.model = model if isinstance(model, BundledModel) else load_model(model)
@@ -445,6 +448,8 @@ class BundledRunner:
         self.delta_weight = self.model.delta_weight if delta_weight is None else delta_weight
         self.expert_temper = self.model.expert_temper if expert_temper is None else expert_temper
         self.calendar = calendar  # False: ignore how booked a slot is (for comparison)
+        # prior sd of the person's correction of the stated P(accept); 0 turns it off
+        self.recalibrate = recalibrate
         self.version = self.model.version
         self.probe, self.probe_horizon = choosing.probe, choosing.probe_horizon
         self.guard = choosing.guard
@@ -521,10 +526,14 @@ class BundledRunner:
         expected = np.einsum("eakb,ekb->a", p, full32).astype(np.float64)
         return _View(full, live, keep, belief, sd, slot, meters, h, full32, expected)
 
-    def predict(self, observation: dict[str, Any], history: list[dict[str, Any]]) -> np.ndarray:
-        """(A,) P(accept) of every action now: the posterior's own, what `recommend` states
-        as `expected_accept` for the one it chooses (bridge.sim.heartsteps replays it)."""
-        return self._view(observation, history).expected
+    def predict(
+        self, observation: dict[str, Any], history: list[dict[str, Any]], *, corrected: bool = True
+    ) -> np.ndarray:
+        """(A,) P(accept) of every action now, what `recommend` states as `expected_accept`
+        for the one it chooses (bridge.sim.heartsteps replays it): the posterior's own,
+        `corrected` for the person (bridge.runner.recalibrate) unless asked not to."""
+        expected = self._view(observation, history).expected
+        return recalibrated(expected, history, self.recalibrate) if corrected else expected
 
     def recommend(
         self, observation: dict[str, Any], history: list[dict[str, Any]]
@@ -563,7 +572,9 @@ class BundledRunner:
         if allowed:  # what the calendar has no window for is never recommended
             score = np.where([x in allowed for x in ACTIONS], score, -np.inf)
         a = int(np.argmax(score))
-        rationale = _rationale(history, belief, ACTIONS[a], float(expected[a]), weight * gain[a])
+        # The person's correction changes what is said of the choice, never the choice.
+        stated = float(recalibrated(expected[a : a + 1], history, self.recalibrate)[0])
+        rationale = _rationale(history, belief, ACTIONS[a], stated, weight * gain[a])
         return Recommendation(
             ACTIONS[a],
             [round(float(b), 3) for b in belief],
@@ -571,7 +582,8 @@ class BundledRunner:
             self.name,
             self.version,
             extra={
-                "expected_accept": float(expected[a]),
+                "expected_accept": stated,
+                STATED: float(expected[a]),  # what the correction is fitted on, later
                 "belief_sd": [round(float(x), 3) for x in sd],
             },
         )

@@ -51,6 +51,7 @@ import numpy as np
 
 from bridge.config import RunnerSettings
 from bridge.errors import InputError
+from bridge.runner.base import STATED
 from bridge.runner.online import OnlineLogistic, sigmoid
 from mappings.actions import ACTIONS
 
@@ -235,46 +236,72 @@ PRODUCT_SLOT = {0: 0, 1: 1, 2: 1, 3: 2, 4: 2}
 
 class ProductRunner:
     """One of the product's runners on the replay (the runner-shaped history it reads):
-    `transfer` or `bundled`, each as shipped."""
+    `transfer` or `bundled`, each as shipped.
 
-    def __init__(self, name: str) -> None:
+    Each answered item carries the P(accept) the runner stated for it before its answer
+    (`bridge.runner.base.STATED`), as the product's stored recommendations do: the bundled
+    runner's per-person correction is fitted on those, never on its current posterior.
+    """
+
+    def __init__(self, name: str, sd: float | None = None) -> None:
         self.accept: Callable[[dict[str, Any], list[dict[str, Any]]], np.ndarray]
+        self.correct: Callable[[np.ndarray, list[dict[str, Any]]], np.ndarray]
+        self.correct = lambda p, _history: p
         if name == "bundled":
             from bridge.runner.bundled import BundledRunner
+            from bridge.runner.recalibrate import SD, recalibrated
 
-            self.accept = BundledRunner().predict
+            bundled = BundledRunner()
+            width = SD if sd is None else sd
+            self.accept = lambda observation, history: bundled.predict(
+                observation, history, corrected=False
+            )
+            self.correct = lambda p, history: recalibrated(p, history, width)
         else:
             from bridge.runner.transfer import TransferRunner
 
             transfer = TransferRunner()
             self.accept = lambda observation, history: transfer.predict(observation, history)[0]
         self.history: list[dict[str, Any]] = []
-        self._last: tuple[tuple[int, int], float] | None = None
+        self._last: tuple[tuple[int, int], float, float] | None = None
+        # The runner's own P(accept) stated at each decision point, by its context.
+        self.stated: dict[bytes, float] = {}
 
     @staticmethod
     def _slot(x: np.ndarray) -> int:
         hot = np.flatnonzero(x[2:6] > 0.5)  # slot2..slot5; none: the first
         return PRODUCT_SLOT[int(hot[0]) + 1 if len(hot) else 0]
 
+    @staticmethod
+    def _point(x: np.ndarray) -> bytes:
+        # Both kinds of suggestion are one action to it: the point without the kind.
+        point = x.copy()
+        point[1] = 0.0
+        return point.tobytes()
+
     def predict(self, x: np.ndarray) -> float:
         # Both kinds of suggestion are one action to it: ask once per point.
         key = (len(self.history), self._slot(x))
         if self._last is None or self._last[0] != key:
-            p = self.accept({"slot": key[1]}, self.history)
-            self._last = (key, float(p[EXERCISE]))
-        return self._last[1]
+            stated = self.accept({"slot": key[1]}, self.history)
+            said = float(self.correct(stated, self.history)[EXERCISE])
+            self._last = (key, float(stated[EXERCISE]), said)
+        self.stated[self._point(x)] = self._last[1]
+        return self._last[2]
 
     def update(self, x: np.ndarray, y: int) -> None:
-        self.history.append(
-            {
-                "day": len(self.history) // 4 % 7,
-                "slot": self._slot(x),
-                "meters": {},
-                "action": "EXERCISE",
-                "response": "accepted" if y else "ignored",
-                "meter_deltas": {},
-            }
-        )
+        item: dict[str, Any] = {
+            "day": len(self.history) // 4 % 7,
+            "slot": self._slot(x),
+            "meters": {},
+            "action": "EXERCISE",
+            "response": "accepted" if y else "ignored",
+            "meter_deltas": {},
+        }
+        stated = self.stated.pop(self._point(x), None)
+        if stated is not None:  # asked about at this point (else: no stated P to fit)
+            item[STATED] = stated
+        self.history.append(item)
 
 
 def pooled_weights(people: list[Person]) -> np.ndarray:

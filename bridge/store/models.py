@@ -238,6 +238,9 @@ class Recommendation(SQLModel, table=True):
     belief: str = Field(default="null", max_length=64)  # JSON [S, M, W] or null
     # JSON [sd S, sd M, sd W]: the runner's posterior sd per axis; null if it states none
     belief_sd: str | None = Field(default=None, max_length=64)
+    # The runner's own P(accept) of the action as it recommended it, before any per-person
+    # correction (bridge.runner.recalibrate fits the correction on it); null if it states none
+    model_accept: float | None = None
     rationale: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
     runner: str = Field(max_length=32)
     runner_version: str = Field(default="", max_length=32)

@@ -12,6 +12,7 @@ from bridge.errors import BridgeError
 from bridge.intake.ingest import import_file
 from bridge.learning.feedback import record_feedback
 from bridge.learning.history import interaction_history
+from bridge.runner.base import STATED
 from bridge.store.models import CalendarEvent, Feedback, MeterSnapshot, Reading, Recommendation
 from mappings.actions import ACTIONS
 from tests.conftest import DEMO_NOW, SAMPLE
@@ -92,6 +93,11 @@ def test_feedback_is_idempotent_and_feeds_the_history(loaded, settings):
     assert len(history) == 1
     entry = history[0]
     assert entry["response"] == "accepted" and entry["action"] == rec["action"]
+    # What the runner stated then comes back with the answer (bridge.runner.recalibrate).
+    with loaded.session() as session:
+        stored = session.get(Recommendation, rec["id"])
+        assert stored is not None and stored.runner == "bundled"
+        assert 0 < entry[STATED] == stored.model_accept < 1
     assert (
         set(entry["meters"])
         == set(entry["meter_deltas"])

@@ -14,6 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from bridge.cli.main import app
+from bridge.runner.base import STATED
+from bridge.runner.bundled import BundledRunner
 from bridge.sim.heartsteps import (
     RUNNERS,
     OnlineLogistic,
@@ -23,6 +25,7 @@ from bridge.sim.heartsteps import (
     load,
     replay,
 )
+from mappings.actions import ACTIONS
 from tests.shared import DATASETS, missing_reason
 
 COLUMNS = (
@@ -42,6 +45,7 @@ COLUMNS = (
     "jbsteps30",
 )
 T0 = datetime(2015, 7, 22, 9, 30)
+EXERCISE = ACTIONS.index("EXERCISE")
 
 
 def _stamp(t: datetime) -> str:
@@ -105,6 +109,37 @@ def test_a_person_whose_answers_flip_is_followed_and_nothing_is_nan(tmp_path: Pa
         preds = replay(flip, ProductRunner(name))
         at = {q.week: q.p for q in preds}  # the last prediction of each week
         assert at[5] < at[2] - drop, (name, at)
+
+
+def test_the_bundled_runner_is_corrected_on_what_it_stated_before_each_answer(
+    tmp_path: Path,
+) -> None:
+    flip = load(_trial(tmp_path / "trial"))[0]
+    shipped, bare = ProductRunner("bundled"), ProductRunner("bundled", sd=0.0)
+    preds = replay(flip, shipped)
+    uncorrected = replay(flip, bare)
+    history = shipped.history
+    assert len(preds) == 42 * 5 and len(history) == len(preds) - 1  # the last answer: after
+    # Each answer comes 10 minutes after its point, the next point 3 h later: the j-th
+    # point was predicted from exactly the j answers before it. What the item carries is
+    # the runner's own P(accept) then, not what its posterior says after the answer (or at
+    # the end), and not the corrected P it stated.
+    runner = BundledRunner()
+    final = runner.predict({"slot": history[0]["slot"]}, history, corrected=False)[EXERCISE]
+    for j in (0, 1, 40, 104, 150, 208):
+        then = runner.predict({"slot": history[j]["slot"]}, history[:j], corrected=False)
+        # (float32 sums read in another order: equal to 1e-6)
+        assert history[j][STATED] == pytest.approx(float(then[EXERCISE]), abs=1e-6), j
+        after = runner.predict({"slot": history[j]["slot"]}, history[: j + 1], corrected=False)
+        assert abs(history[j][STATED] - float(after[EXERCISE])) > 1e-4, j
+        assert history[j][STATED] == pytest.approx(uncorrected[j].p, abs=1e-6), j
+    assert history[104][STATED] > final + 0.2  # before the flip, it said yes was likely
+    # The uncorrected replay's items carry the same stated P: the correction changes none.
+    assert [h[STATED] for h in bare.history] == pytest.approx([h[STATED] for h in history])
+    # Corrected, the flip is followed further than the offset grid reaches.
+    end = {q.week: q.p for q in preds}
+    end_bare = {q.week: q.p for q in uncorrected}
+    assert end[5] < end_bare[5] - 0.05, (end, end_bare)
 
 
 def test_a_person_who_never_answers_has_nothing_to_predict_when_only_ratings_count(
