@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.classifier_real import KS, no_action
 from bridge.config import Settings
-from bridge.cycle.classify import event_info
+from bridge.cycle.classify import event_infos
 from bridge.store.models import CalendarEvent
 from connectors import ics
 from connectors.base import EventRecord, ReadContext
@@ -156,7 +156,7 @@ def main() -> None:
                 continue
             gold.append(label)
             kept.append(ev)
-        infos = [event_info(ev, settings) for ev in kept]
+        infos = event_infos(kept, settings, [ev.title for ev in rows])
         answers: list[Classification] = clf.classify_many(infos)
         firsts: dict[str, int] = {}
         for i, ev in enumerate(kept):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,7 +39,7 @@ from mappings.classifier_model import (
     train,
 )
 from mappings.classifier_model import load as load_model
-from mappings.classifier_overrides import Correction, Overrides
+from mappings.classifier_overrides import Correction, Overrides, group_key
 
 if TYPE_CHECKING:
     from bridge.cycle.llm_client import LLMClient
@@ -212,8 +214,32 @@ def retrain_if_corrected(settings: Settings, store: Store) -> bool:
 CLASSIFIER_VERSION_KEY = "classifier.version"
 
 
-def event_info(ev: CalendarEvent, settings: Settings) -> EventInfo:
-    """What the classifier may look at of a stored event."""
+# A title met this often in the person's calendar repeats like a series even when written
+# out as lone events (a timetable export writes each week's class as its own event): it is
+# read as recurring. Chosen before measuring: three makes a habit, two may be a rebooking.
+REPEATS = 3
+
+
+def event_infos(
+    rows: Sequence[CalendarEvent], settings: Settings, titles: Iterable[str] | None = None
+) -> list[EventInfo]:
+    """What the classifier may look at of each stored event, with how often its title
+    recurs among `titles` (the person's stored titles; by default the rows' own)."""
+    if titles is None:
+        titles = [r.title for r in rows]
+    seen = Counter(group_key(t) for t in titles)
+    return [event_info(ev, settings, seen[group_key(ev.title)] >= REPEATS) for ev in rows]
+
+
+def stored_titles(store: Store) -> list[str]:
+    """Every stored event's title (the person's own): what event_infos counts repeats in."""
+    with store.session() as session:
+        return list(session.execute(select(CalendarEvent.title)).scalars())
+
+
+def event_info(ev: CalendarEvent, settings: Settings, repeats: bool = False) -> EventInfo:
+    """What the classifier may look at of a stored event; `repeats`: its title recurs in
+    the calendar (see event_infos)."""
     return EventInfo(
         title=ev.title,
         event_type=ev.event_type,
@@ -223,7 +249,7 @@ def event_info(ev: CalendarEvent, settings: Settings) -> EventInfo:
         duration_min=(ev.end_utc - ev.start_utc).total_seconds() / 60,
         start_hour=ev.start_utc.astimezone(settings.tz).hour,
         weekday=ev.start_utc.astimezone(settings.tz).weekday(),
-        recurring=bool(ev.recurrence_id),
+        recurring=bool(ev.recurrence_id) or repeats,
         calendar_kind=calendar_kind(ev.calendar_id),
         self_response=ev.self_response,
         calendar_name=calendar_name(ev.calendar_id),
@@ -253,7 +279,9 @@ def classify_events(store: Store, settings: Settings) -> int:
     with store.session() as session:
         rows = session.execute(stmt).scalars().all()
     # Classify outside the write transaction: an LLM call may take seconds.
-    results = classifier.classify_many([event_info(ev, settings) for ev in rows])
+    results = classifier.classify_many(
+        event_infos(rows, settings, stored_titles(store) if rows else [])
+    )
     relabelled = 0
     with store.transaction() as session:
         for ev, result in zip(rows, results, strict=True):

@@ -919,8 +919,9 @@ def test_the_cycle_reads_the_location_and_the_organizer_from_the_store(store, se
     start = datetime(2026, 11, 18, 9, tzinfo=UTC)
     rows = [
         ("pool", "Xq-78", "Aquapark Wrocław", False, 0),
-        ("mine", "Xq-79", "", True, 2),
-        ("bare", "Xq-80", "", False, 0),
+        # Titles of different groups: three of one group would read as a weekly block.
+        ("mine", "Zv-79", "", True, 2),
+        ("bare", "Wb-80", "", False, 0),
     ]
     for uid, title, place, organizer, attendees in rows:
         _store_hour(

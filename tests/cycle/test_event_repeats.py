@@ -1,0 +1,58 @@
+"""A title written out as lone events week after week reads as recurring, as a series'
+instances do: timetable exports write each class as its own event."""
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select
+
+from bridge.cycle.classify import REPEATS, classify_events, event_infos
+from bridge.store.models import CalendarEvent
+
+MONDAY = datetime(2026, 11, 2, 9, tzinfo=UTC)
+
+
+def _event(uid, title, start, rid=""):
+    return CalendarEvent(
+        source="ics",
+        calendar_id="/cal/timetable.ics",
+        uid=uid,
+        recurrence_id=rid,
+        title=title,
+        start_utc=start,
+        end_utc=start + timedelta(minutes=90),
+        content_hash=uid,
+        updated_at=MONDAY,
+    )
+
+
+def _rows():
+    weekly = [_event(f"w{n}", "Zant Quibbly", MONDAY + timedelta(weeks=n)) for n in range(REPEATS)]
+    twice = [_event(f"t{n}", "Vorpel Snook", MONDAY + timedelta(days=1, weeks=n)) for n in range(2)]
+    series = [_event("s", "Mrrp Vonk", MONDAY + timedelta(days=2), rid="20261104T090000Z")]
+    return weekly, twice, series
+
+
+def test_a_title_met_often_enough_is_read_as_recurring(settings):
+    weekly, twice, series = _rows()
+    infos = event_infos([*weekly, *twice, *series], settings)
+    assert [i.recurring for i in infos] == [True] * REPEATS + [False, False, True]
+    # Counted among the titles given (the person's stored ones), not only the rows asked.
+    assert event_infos(weekly[:1], settings, [e.title for e in weekly])[0].recurring
+    assert not event_infos(weekly[:1], settings)[0].recurring
+
+
+def test_the_daemon_counts_every_stored_title(store, settings):
+    weekly, twice, _ = _rows()
+    with store.transaction() as session:
+        session.add_all([*weekly, *twice])
+    classify_events(store, settings)
+    with store.session() as session:
+        got = {
+            (e.title, e.action_layer, e.action)
+            for e in session.execute(select(CalendarEvent)).scalars()
+        }
+    # Nothing but its shape speaks for the weekly block: a class, as for a series.
+    assert ("Zant Quibbly", "context", "LEARN") in got
+    assert all(
+        layer != "context" or action != "LEARN" for t, layer, action in got if t == "Vorpel Snook"
+    )
