@@ -196,7 +196,7 @@ TODOS = [
     "Huur betalen",
     "Pakket ophalen",
     "Faturayı öde",
-    "Ekmek al",
+    "Kargoyu gönder",
 ]
 
 
