@@ -232,9 +232,12 @@ def event_infos(
 
 
 def stored_titles(store: Store) -> list[str]:
-    """Every stored event's title (the person's own): what event_infos counts repeats in."""
+    """The titles of the person's stored events that still stand: what event_infos counts
+    repeats in (a cancelled row may be an event's old copy: a re-read that changed its key
+    cancels the old row and adds a new one)."""
     with store.session() as session:
-        return list(session.execute(select(CalendarEvent.title)).scalars())
+        stmt = select(CalendarEvent.title).where(col(CalendarEvent.status) != "cancelled")
+        return list(session.execute(stmt).scalars())
 
 
 def event_info(ev: CalendarEvent, settings: Settings, repeats: bool = False) -> EventInfo:

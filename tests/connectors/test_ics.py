@@ -96,6 +96,25 @@ def test_deleted_events_are_cancelled_on_reimport(store, ctx, tmp_path):
     assert statuses["cancelled"] == 1
 
 
+def test_a_lone_event_stored_under_its_old_key_stands_once_after_a_reread(store, ctx):
+    # Stores written before lone events lost their library-made RECURRENCE-ID hold them
+    # under (uid, start stamp): the re-read adds the event under (uid, "") and cancels the
+    # old row, so it stands once and nothing counts it twice.
+    import_file(store, "ics", SAMPLE / "calendar.ics", ctx)
+    with store.transaction() as s:
+        row = s.exec(select(CalendarEvent).where(CalendarEvent.uid == "expenses@demo")).one()
+        row.recurrence_id = row.start_utc.strftime("%Y%m%dT%H%M%SZ")
+        row.content_hash = "written by an older version"
+    again = import_file(store, "ics", SAMPLE / "calendar.ics", ctx, force=True)
+    assert (again.new, again.cancelled) == (1, 1)
+    with store.session() as s:
+        rows = s.exec(select(CalendarEvent).where(CalendarEvent.uid == "expenses@demo")).all()
+    assert sorted((r.recurrence_id == "", r.status) for r in rows) == [
+        (False, "cancelled"),
+        (True, "confirmed"),
+    ]
+
+
 def test_location_is_read_and_reimport_adds_nothing(store, ctx, tmp_path):
     from connectors.base import HASHED_FIELDS, event_hash
 
