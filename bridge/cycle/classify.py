@@ -236,7 +236,7 @@ def stored_titles(store: Store) -> list[str]:
     repeats in (a cancelled row may be an event's old copy: a re-read that changed its key
     cancels the old row and adds a new one)."""
     with store.session() as session:
-        stmt = select(CalendarEvent.title).where(col(CalendarEvent.status) != "cancelled")
+        stmt = select(col(CalendarEvent.title)).where(col(CalendarEvent.status) != "cancelled")
         return list(session.execute(stmt).scalars())
 
 
