@@ -111,3 +111,27 @@ def meter_snapshot(store: Any, day: Any, slot: int) -> Any:
         return session.execute(
             select(MeterSnapshot).where(MeterSnapshot.local_date == day, MeterSnapshot.slot == slot)
         ).scalar_one()
+
+
+def calendar_event(
+    uid: str, title: str, start: Any, minutes: float = 60, *, source: str = "ics", **fields: Any
+) -> Any:
+    """A stored calendar event row (not yet added): `fields` set any other column."""
+    from datetime import timedelta
+
+    from bridge.store.models import CalendarEvent
+
+    values: dict[str, Any] = {
+        "calendar_id": "/cal/personal.ics",
+        "content_hash": uid,
+        "updated_at": start,
+        **fields,
+    }
+    return CalendarEvent(
+        source=source,
+        uid=uid,
+        title=title,
+        start_utc=start,
+        end_utc=start + timedelta(minutes=minutes),
+        **values,
+    )

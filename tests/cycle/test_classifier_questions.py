@@ -13,7 +13,7 @@ from bridge.config import load_settings
 from bridge.cycle.questions import calendar_questions
 from bridge.store import Store
 from bridge.store.models import CalendarEvent
-from tests.helpers import write_config
+from tests.helpers import calendar_event, write_config
 
 NOW = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
 
@@ -23,14 +23,12 @@ def _add(store, rows):
     with store.transaction() as session:
         for uid, rid, title, start, minutes, status in rows:
             session.add(
-                CalendarEvent(
-                    source="ics",
-                    calendar_id="/cal/personal.ics",
-                    uid=uid,
+                calendar_event(
+                    uid,
+                    title,
+                    start,
+                    minutes,
                     recurrence_id=rid,
-                    title=title,
-                    start_utc=start,
-                    end_utc=start + timedelta(minutes=minutes),
                     status=status,
                     content_hash=f"{uid}{rid}",
                     updated_at=NOW,

@@ -7,21 +7,14 @@ from sqlalchemy import select
 
 from bridge.cycle.classify import REPEATS, classify_events, event_infos
 from bridge.store.models import CalendarEvent
+from tests.helpers import calendar_event
 
 MONDAY = datetime(2026, 11, 2, 9, tzinfo=UTC)
 
 
 def _event(uid, title, start, rid=""):
-    return CalendarEvent(
-        source="ics",
-        calendar_id="/cal/timetable.ics",
-        uid=uid,
-        recurrence_id=rid,
-        title=title,
-        start_utc=start,
-        end_utc=start + timedelta(minutes=90),
-        content_hash=uid,
-        updated_at=MONDAY,
+    return calendar_event(
+        uid, title, start, 90, calendar_id="/cal/timetable.ics", recurrence_id=rid
     )
 
 

@@ -941,22 +941,12 @@ def test_the_cycle_reads_the_location_and_the_organizer_from_the_store(store, se
 
 def _store_hour(store, start, uid: str, title: str, **fields) -> None:
     """One hour-long Google event starting at `start`, with the given context fields."""
-    from datetime import timedelta
-
-    from bridge.store.models import CalendarEvent
+    from tests.helpers import calendar_event
 
     with store.transaction() as session:
         session.add(
-            CalendarEvent(
-                source="google_calendar",
-                calendar_id="primary",
-                uid=uid,
-                title=title,
-                start_utc=start,
-                end_utc=start + timedelta(hours=1),
-                content_hash=uid,
-                updated_at=start,
-                **fields,
+            calendar_event(
+                uid, title, start, source="google_calendar", calendar_id="primary", **fields
             )
         )
 
