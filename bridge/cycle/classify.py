@@ -42,6 +42,8 @@ from mappings.classifier_model import load as load_model
 from mappings.classifier_overrides import Correction, Overrides, group_key
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from bridge.cycle.llm_client import LLMClient
 
 
@@ -231,13 +233,36 @@ def event_infos(
     return [event_info(ev, settings, seen[group_key(ev.title)] >= REPEATS) for ev in rows]
 
 
-def stored_titles(store: Store) -> list[str]:
-    """The titles of the person's stored events that still stand: what event_infos counts
+def _standing(session: Session) -> list[tuple[int, str]]:
+    """(id, title) of the person's stored events that still stand: what event_infos counts
     repeats in (a cancelled row may be an event's old copy: a re-read that changed its key
     cancels the old row and adds a new one)."""
+    stmt = select(col(CalendarEvent.id), col(CalendarEvent.title)).where(
+        col(CalendarEvent.status) != "cancelled"
+    )
+    return [(i, t) for i, t in session.execute(stmt) if i is not None]
+
+
+def stored_titles(store: Store) -> list[str]:
+    """The titles of the person's standing events (see _standing)."""
     with store.session() as session:
-        stmt = select(col(CalendarEvent.title)).where(col(CalendarEvent.status) != "cancelled")
-        return list(session.execute(stmt).scalars())
+        return [t for _, t in _standing(session)]
+
+
+def _group_mates(
+    session: Session, rows: Sequence[CalendarEvent], standing: list[tuple[int, str]]
+) -> list[CalendarEvent]:
+    """The standing events that share a title group with `rows` but are not among them:
+    whether a title repeats depends on its whole group (a third "Kurs" makes the first two
+    a weekly block), so they are labelled again with it."""
+    groups = {group_key(r.title) for r in rows}
+    have = {r.id for r in rows}
+    ids = [i for i, t in standing if i not in have and group_key(t) in groups]
+    mates: list[CalendarEvent] = []
+    for at in range(0, len(ids), 500):
+        stmt = select(CalendarEvent).where(col(CalendarEvent.id).in_(ids[at : at + 500]))
+        mates += session.execute(stmt).scalars()
+    return mates
 
 
 def event_info(ev: CalendarEvent, settings: Settings, repeats: bool = False) -> EventInfo:
@@ -280,11 +305,12 @@ def classify_events(store: Store, settings: Settings) -> int:
             todo = todo | (CalendarEvent.action == UNCLASSIFIED)
         stmt = stmt.where(todo)
     with store.session() as session:
-        rows = session.execute(stmt).scalars().all()
+        rows = list(session.execute(stmt).scalars())
+        standing = _standing(session) if rows else []
+        if rows and not changed:
+            rows += _group_mates(session, rows, standing)
     # Classify outside the write transaction: an LLM call may take seconds.
-    results = classifier.classify_many(
-        event_infos(rows, settings, stored_titles(store) if rows else [])
-    )
+    results = classifier.classify_many(event_infos(rows, settings, [t for _, t in standing]))
     relabelled = 0
     with store.transaction() as session:
         for ev, result in zip(rows, results, strict=True):

@@ -52,3 +52,16 @@ def test_the_daemon_counts_every_standing_stored_title(store, settings):
     assert all(
         layer != "context" or action != "LEARN" for t, layer, action in got if t == "Vorpel Snook"
     )
+
+
+def test_a_third_occurrence_relabels_the_first_two(store, settings):
+    weekly, _, _ = _rows()
+    with store.transaction() as session:
+        session.add_all(weekly[:-1])
+    classify_events(store, settings)
+    with store.transaction() as session:
+        session.add(weekly[-1])
+    classify_events(store, settings)  # only the new row changed; its group is relabelled
+    with store.session() as session:
+        got = [(e.action_layer, e.action) for e in session.execute(select(CalendarEvent)).scalars()]
+    assert got == [("context", "LEARN")] * REPEATS
