@@ -2,7 +2,8 @@ from collections import Counter
 from datetime import date
 
 import pytest
-from sqlmodel import select
+from sqlalchemy import update
+from sqlmodel import col, select
 
 from bridge.errors import InputError
 from bridge.intake.ingest import import_file
@@ -103,8 +104,14 @@ def test_a_lone_event_stored_under_its_old_key_stands_once_after_a_reread(store,
     import_file(store, "ics", SAMPLE / "calendar.ics", ctx)
     with store.transaction() as s:
         row = s.exec(select(CalendarEvent).where(CalendarEvent.uid == "expenses@demo")).one()
-        row.recurrence_id = row.start_utc.strftime("%Y%m%dT%H%M%SZ")
-        row.content_hash = "written by an older version"
+        s.execute(
+            update(CalendarEvent)
+            .where(col(CalendarEvent.uid) == "expenses@demo")
+            .values(
+                recurrence_id=row.start_utc.strftime("%Y%m%dT%H%M%SZ"),
+                content_hash="written by an older version",
+            )
+        )
     again = import_file(store, "ics", SAMPLE / "calendar.ics", ctx, force=True)
     assert (again.new, again.cancelled) == (1, 1)
     with store.session() as s:
