@@ -17,6 +17,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from mappings.actions import ACTIONS, NOT_AN_ACTION, UNCLASSIFIED
+from mappings.classifier_gate import PatternGate
 
 LABELS = frozenset({*ACTIONS, NOT_AN_ACTION})
 
@@ -285,6 +286,7 @@ class KeywordClassifier:
                 self._index.setdefault(" ".join(words), i)
                 self._starts[first] = max(self._starts.get(first, 0), 1 + len(rest))
         self._patterns = [(i, r.regex) for i, r in enumerate(self.rules) if r.regex is not None]
+        self._gate = PatternGate([regex for _, regex in self._patterns])
         # Keywords in unspaced scripts, found as substrings: (keyword, rule index), best first.
         self._unspaced = sorted(
             (
@@ -368,15 +370,25 @@ class KeywordClassifier:
                 i = index.get(" ".join(toks[start:end]))
                 if i is not None and i < best:
                     best, hit = i, " ".join(toks[start:end])
-        for i, regex in self._patterns:
-            if i >= best:
-                break
-            if m := regex.search(text):
-                best, hit = i, m.group(0)
-                break
+        best, hit = self._first_pattern(text, best, hit)
         if best == len(self.rules):
             return None
         return Classification(self.rules[best].action, self.confidence, "rules", hit)
+
+    def _first_pattern(self, text: str, best: int, hit: str) -> tuple[int, str]:
+        """The first pattern rule ahead of rule `best` that matches, or `best` as it was."""
+        maybe: frozenset[int] | None = None  # found only when a gated pattern is reached
+        for pos, (i, regex) in enumerate(self._patterns):
+            if i >= best:
+                break
+            if pos not in self._gate.always:
+                if maybe is None:
+                    maybe = self._gate.candidates(text)
+                if pos not in maybe:
+                    continue
+            if m := regex.search(text):
+                return i, m.group(0)
+        return best, hit
 
     def classify(self, event: EventInfo | str) -> Classification:
         if isinstance(event, str):

@@ -298,3 +298,20 @@ def test_the_bundled_model_stays_float32_in_memory_and_scores_as_a_float64_copy(
     wide = dataclasses.replace(model, coef=model.coef.astype(np.float64))
     titles = ["Team stand-up", "Basen", "Trening 18:00", "C1 9h-12h30 Amphi", "会議", "xyz"]
     assert np.array_equal(model.predict_proba(titles)[0], wide.predict_proba(titles)[0])
+
+
+def test_a_batch_is_scored_as_each_title_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Many titles are scored in whole-array operations, a few row by row: the same
+    # probabilities either way, unknown and repeated-gram titles included.
+    import mappings.classifier_model as classifier_model
+
+    model = load()
+    titles = ["Team stand-up", "Basen", "Trening 18:00", "C1 9h-12h30 Amphi", "会議", "xyz", ""]
+    titles += ["Lala lala lala", "Mamma mia", "qqqq", "Standup standup"] * 8
+    assert len(titles) >= classifier_model.BATCH_ROWS
+    batch, known = model.predict_proba(titles)
+    monkeypatch.setattr(classifier_model, "BATCH_ROWS", len(titles) + 1)
+    alone, known_alone = model.predict_proba(titles)
+    assert np.abs(batch - alone).max() < 1e-12
+    assert known.tolist() == known_alone.tolist()
+    assert not known[titles.index("")] and known[0]
