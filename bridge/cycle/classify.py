@@ -10,6 +10,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -220,6 +221,10 @@ CLASSIFIER_VERSION_KEY = "classifier.version"
 # out as lone events (a timetable export writes each week's class as its own event): it is
 # read as recurring. Chosen before measuring: three makes a habit, two may be a rebooking.
 REPEATS = 3
+# A cycle reads the group of every standing title twice (to count repeats, to find a
+# changed row's group mates), and a calendar's titles are mostly the same few: each
+# distinct title's key is worked out once per process.
+_group_of = lru_cache(maxsize=16_384)(group_key)
 
 
 def event_infos(
@@ -229,8 +234,8 @@ def event_infos(
     recurs among `titles` (the person's stored titles; by default the rows' own)."""
     if titles is None:
         titles = [r.title for r in rows]
-    seen = Counter(group_key(t) for t in titles)
-    return [event_info(ev, settings, seen[group_key(ev.title)] >= REPEATS) for ev in rows]
+    seen = Counter(_group_of(t) for t in titles)
+    return [event_info(ev, settings, seen[_group_of(ev.title)] >= REPEATS) for ev in rows]
 
 
 def _standing(session: Session) -> list[tuple[int, str]]:
@@ -255,9 +260,9 @@ def _group_mates(
     """The standing events that share a title group with `rows` but are not among them:
     whether a title repeats depends on its whole group (a third "Kurs" makes the first two
     a weekly block), so they are labelled again with it."""
-    groups = {group_key(r.title) for r in rows}
+    groups = {_group_of(r.title) for r in rows}
     have = {r.id for r in rows}
-    ids = [i for i, t in standing if i not in have and group_key(t) in groups]
+    ids = [i for i, t in standing if i not in have and _group_of(t) in groups]
     mates: list[CalendarEvent] = []
     for at in range(0, len(ids), 500):
         stmt = select(CalendarEvent).where(col(CalendarEvent.id).in_(ids[at : at + 500]))
