@@ -21,10 +21,11 @@ the distinct titles that name an action, and the share of timed event-minutes la
 right after k = 0, 3, 5, 10 answers, ranked as the product ranks them
 (`mappings.classifier_questions.questions`) and, as the baseline of the same run, as they
 were ranked before 2026-11-28 (only groups below 0.9 confidence, by minutes alone).
-UNCLASSIFIED and NOT_AN_ACTION are the same answer, "no action". `--retrain` does what
-the daemon does with answers besides applying them to their groups: the model is fitted
-again with them (`bridge.cycle.classify.retrain`: counted thrice), and every event is
-labelled anew (about 2.5 s per source and k).
+UNCLASSIFIED and NOT_AN_ACTION are the same answer, "no action". After k answers every
+event is labelled anew, as the daemon does: each answer labels its group, and a calendar
+the answers mostly give one action leans to it (`LayeredClassifier.calendar_lean`).
+`--retrain` also does what the daemon does with answers besides: the model is fitted again
+with them (`bridge.cycle.classify.retrain`: counted thrice; about 2.5 s per source and k).
 """
 
 from __future__ import annotations
@@ -34,21 +35,20 @@ import re
 import sys
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
-from functools import cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.classifier_real import KS, no_action
+from benchmarks.classifier_real import KS, answered_classifier, no_action
 from bridge.config import Settings
-from bridge.cycle.classify import event_infos
+from bridge.cycle.classify import Standing, calendar_leans, event_infos
 from bridge.store.models import CalendarEvent
 from connectors import ics
 from connectors.base import EventRecord, ReadContext
 from mappings.actions import NOT_AN_ACTION, UNCLASSIFIED
 from mappings.classifier import LABELS, Classification
-from mappings.classifier_layers import LayeredClassifier, default_classifier
-from mappings.classifier_overrides import Correction, Overrides, group_key, title_pattern
+from mappings.classifier_layers import default_classifier
+from mappings.classifier_overrides import group_key
 from mappings.classifier_questions import SURE, Occurrence, questions
 
 _START = re.compile(rb"^DTSTART[^:\r\n]*:(\d{8})", re.MULTILINE)
@@ -99,25 +99,6 @@ def old_questions(occ: list[Occurrence], k: int) -> set[str]:
     return set(sorted(unsure, key=lambda key: -minutes[key])[:k])
 
 
-@cache
-def training_set() -> tuple[tuple[str, str], ...]:
-    from mappings.classifier_model import bundled_training_set, read_labelled
-
-    return tuple(read_labelled(bundled_training_set()))
-
-
-def answered_classifier(
-    clf: LayeredClassifier, answers: list[tuple[str, str]]
-) -> LayeredClassifier:
-    """The classifier after the person gave these (title, label) answers and the model
-    was fitted again with them."""
-    from mappings.classifier_model import train
-
-    fixes = Overrides([Correction(title_pattern(t), label, t) for t, label in answers])
-    model = train(training_set(), extra_weight=answers)
-    return LayeredClassifier(rules=clf.rules, model=model, overrides=fixes)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir", type=Path)
@@ -156,7 +137,8 @@ def main() -> None:
                 continue
             gold.append(label)
             kept.append(ev)
-        infos = event_infos(kept, settings, [ev.title for ev in rows])
+        titles = [ev.title for ev in rows]
+        infos = event_infos(kept, settings, titles)
         answers: list[Classification] = clf.classify_many(infos)
         firsts: dict[str, int] = {}
         for i, ev in enumerate(kept):
@@ -181,13 +163,19 @@ def main() -> None:
         shares = []
         for j, asked in enumerate(asked_by):
             now = answers
-            if asked and args.retrain:
+            if asked:
+                # As the daemon does: each answer labels its group, the calendar may come
+                # to lean (calendar_lean), and every event is labelled anew.
                 pairs = zip(timed, occ, strict=True)
                 given = {group_key(o.title): (o.title, gold[i]) for i, o in pairs}
-                after = answered_classifier(clf, [given[key] for key in sorted(asked)])
-                relabelled = after.classify_many([infos[i] for i in timed])
+                after = answered_classifier(
+                    clf, [given[key] for key in sorted(asked)], args.retrain
+                )
+                standing = [Standing(0, ev.title, ev.calendar_id) for ev in rows]
+                leans = calendar_leans(after, standing)
+                again = event_infos([kept[i] for i in timed], settings, titles, leans)
                 now = list(answers)
-                for i, lab in zip(timed, relabelled, strict=True):
+                for i, lab in zip(timed, after.classify_many(again), strict=True):
                     now[i] = lab
             right = sum(
                 o.minutes

@@ -39,15 +39,16 @@ import argparse
 import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mappings.actions import NOT_AN_ACTION, UNCLASSIFIED
 from mappings.classifier import Classification, EventInfo
-from mappings.classifier_layers import default_classifier
-from mappings.classifier_overrides import group_key
+from mappings.classifier_layers import LayeredClassifier, default_classifier
+from mappings.classifier_overrides import Correction, Overrides, group_key, title_pattern
 from mappings.classifier_questions import SURE, Occurrence, questions
 from tests.shared import SHARED_FIXTURES, missing_reason
 
@@ -110,6 +111,25 @@ def read_independent(path: Path) -> list[Labelled]:
     return out
 
 
+@cache
+def training_set() -> tuple[tuple[str, str], ...]:
+    from mappings.classifier_model import bundled_training_set, read_labelled
+
+    return tuple(read_labelled(bundled_training_set()))
+
+
+def answered_classifier(
+    clf: LayeredClassifier, answers: list[tuple[str, str]], retrain: bool = False
+) -> LayeredClassifier:
+    """The classifier after the person gave these (title, label) answers, and (`retrain`)
+    the model was fitted again with them."""
+    from mappings.classifier_model import train
+
+    fixes = Overrides([Correction(title_pattern(t), label, t) for t, label in answers])
+    model = train(training_set(), extra_weight=answers) if retrain else clf.model
+    return LayeredClassifier(rules=clf.rules, model=model, overrides=fixes)
+
+
 def no_action(label: str) -> str:
     return NOT_AN_ACTION if label == UNCLASSIFIED else label
 
@@ -152,7 +172,9 @@ def table(
         print(f"| {name} | {n} | {a} | {aa} | {ab} | {b} | {ba} | {bb} |")
 
 
-def after_answers(items: list[Labelled], answers: list[Classification]) -> None:
+def after_answers(
+    items: list[Labelled], answers: list[Classification], clf: LayeredClassifier
+) -> None:
     """Share of timed event-minutes right after the k best questions, per source."""
     by_source: dict[str, list[int]] = defaultdict(list)
     for i, x in enumerate(items):
@@ -179,13 +201,24 @@ def after_answers(items: list[Labelled], answers: list[Classification]) -> None:
             for i in idx
         ]
         minutes = sum(o.minutes for o in occ)
+        titles = [x.event.title for x in items if x.source == source]
+        pairs = zip(idx, occ, strict=True)
+        given = {group_key(o.title): (o.title, items[i].label) for i, o in pairs}
         shares = []
         for j, k in enumerate(KS):
             asked = {q.key for q in questions(occ, k)}
+            now = [o.action for o in occ]
+            if asked:
+                # As the daemon does: each answer labels its group, the calendar may come
+                # to lean to an action (calendar_lean), and every event is labelled anew.
+                after = answered_classifier(clf, [given[key] for key in sorted(asked)])
+                lean = after.calendar_lean(titles)
+                again = [replace(items[i].event, calendar_lean=lean) for i in idx]
+                now = [a.action for a in after.classify_many(again)]
             right = sum(
                 o.minutes
-                for i, o in zip(idx, occ, strict=True)
-                if (group_key(o.title) in asked or no_action(o.action) == items[i].label)
+                for i, o, action in zip(idx, occ, now, strict=True)
+                if (group_key(o.title) in asked or no_action(action) == items[i].label)
             )
             shares.append(right / minutes)
             totals[j] += right
@@ -328,7 +361,7 @@ def main() -> None:
         )
     table("per language", "lang", items, answers, bare)
     table("per source calendar", "source", items, answers, bare)
-    after_answers(items, answers)
+    after_answers(items, answers, clf)
     question_time()
     if args.errors:
         print("\nwrong answers (gold <- predicted [layer: rule]):")

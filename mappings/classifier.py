@@ -46,6 +46,9 @@ class EventInfo:
     # whether the person organizes it (Google's organizer.self; unknown in a plain file).
     location: str = ""
     organized_by_me: bool = False
+    # The action the person's answers about its calendar mostly give, when one clearly
+    # leads (`LayeredClassifier.calendar_lean`): a timetable, a club's fixtures.
+    calendar_lean: str = ""
 
 
 # Where an answer comes from: the person's correction (or a label they gave), the event's

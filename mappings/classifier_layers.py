@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from mappings.actions import NOT_AN_ACTION, UNCLASSIFIED
@@ -19,12 +20,21 @@ from mappings.classifier import (
     model_text,
 )
 from mappings.classifier_model import LearnedModel
-from mappings.classifier_overrides import Overrides
+from mappings.classifier_overrides import Overrides, group_key
 
 MODEL_MIN_CONFIDENCE = 0.4
 # An all-day entry is mostly a marker (a holiday, a trip, someone's day); the model must be
 # surer before it calls one an activity.
 ALL_DAY_MIN_CONFIDENCE = 0.7
+# A calendar leans to an action when the person's answers about it say so: at least
+# LEAN_MIN of the title groups they answered in it, and at least LEAN_SHARE of them, are
+# that action. Its titles the rules do not know, and the model is less than LEAN_BELOW
+# sure of, are then read as that action: a person who answers three classes of a
+# timetable has said what the timetable holds. Only answers count: counting the rules'
+# answers too spread a calendar-wide misreading to all its titles (docs/lab).
+LEAN_MIN = 3
+LEAN_SHARE = 0.6
+LEAN_BELOW = 0.7
 LAYERS = ("override", "event_type", "rules", "model", "llm", "context", "none")
 UNKNOWN = Classification(UNCLASSIFIED, 0.0, "none")
 # Answers to an invitation that still put the person in the room.
@@ -179,9 +189,30 @@ class LayeredClassifier:
                     floor = max(floor, ALL_DAY_MIN_CONFIDENCE)
                 if label != UNCLASSIFIED and p >= floor:
                     out[i] = Classification(label, round(p, 3), "model")
+        for i in todo:
+            lean, found = infos[i].calendar_lean, out[i]
+            if lean and self.use_context and (found is None or found.confidence < LEAN_BELOW):
+                out[i] = Classification(lean, 0.5, "context", f"calendar mostly {lean}")
         return [
             r if r is not None else self._after_model(e) for r, e in zip(out, infos, strict=True)
         ]
+
+    def calendar_lean(self, titles: Iterable[str]) -> str:
+        """The action one calendar's titles lean to by the person's answers ("" when none
+        clearly leads): counted per answered title group, so that retyped copies of one
+        answer count once."""
+        answered: dict[str, str] = {}
+        for t in sorted(set(titles)):
+            found = self.overrides.match(t)
+            if found is not None:
+                answered.setdefault(group_key(t), found.action)
+        known = Counter(answered.values())
+        if not known:
+            return ""
+        action, n = known.most_common(1)[0]
+        if action == NOT_AN_ACTION or n < LEAN_MIN or n < LEAN_SHARE * known.total():
+            return ""
+        return action
 
     def _before_model(self, event: EventInfo) -> Classification | None:
         found = self.overrides.match(event.title)

@@ -5,10 +5,11 @@ that labels new and changed events.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -215,6 +216,9 @@ def retrain_if_corrected(settings: Settings, store: Store) -> bool:
 
 
 CLASSIFIER_VERSION_KEY = "classifier.version"
+# What each calendar leaned to when its events were last labelled: a calendar whose lean
+# moves has all its events labelled again.
+CALENDAR_LEANS_KEY = "classifier.calendar_leans"
 
 
 # A title met this often in the person's calendar repeats like a series even when written
@@ -228,41 +232,76 @@ _group_of = lru_cache(maxsize=16_384)(group_key)
 
 
 def event_infos(
-    rows: Sequence[CalendarEvent], settings: Settings, titles: Iterable[str] | None = None
+    rows: Sequence[CalendarEvent],
+    settings: Settings,
+    titles: Iterable[str] | None = None,
+    leans: Mapping[str, str] | None = None,
 ) -> list[EventInfo]:
     """What the classifier may look at of each stored event, with how often its title
-    recurs among `titles` (the person's stored titles; by default the rows' own)."""
+    recurs among `titles` (the person's stored titles; by default the rows' own) and what
+    its calendar leans to (`calendar_leans`)."""
     if titles is None:
         titles = [r.title for r in rows]
     seen = Counter(_group_of(t) for t in titles)
-    return [event_info(ev, settings, seen[_group_of(ev.title)] >= REPEATS) for ev in rows]
+    leans = leans or {}
+    return [
+        event_info(
+            ev, settings, seen[_group_of(ev.title)] >= REPEATS, leans.get(ev.calendar_id, "")
+        )
+        for ev in rows
+    ]
 
 
-def _standing(session: Session) -> list[tuple[int, str]]:
-    """(id, title) of the person's stored events that still stand: what event_infos counts
-    repeats in (a cancelled row may be an event's old copy: a re-read that changed its key
-    cancels the old row and adds a new one)."""
-    stmt = select(col(CalendarEvent.id), col(CalendarEvent.title)).where(
-        col(CalendarEvent.status) != "cancelled"
-    )
-    return [(i, t) for i, t in session.execute(stmt) if i is not None]
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A stored event that still stands: what repeats and calendar leans are read from (a
+    cancelled row may be an event's old copy: a re-read that changed its key cancels the
+    old row and adds a new one)."""
+
+    id: int
+    title: str
+    calendar_id: str
 
 
-def stored_titles(store: Store) -> list[str]:
-    """The titles of the person's standing events (see _standing)."""
+def _standing(session: Session) -> list[Standing]:
+    stmt = select(
+        col(CalendarEvent.id), col(CalendarEvent.title), col(CalendarEvent.calendar_id)
+    ).where(col(CalendarEvent.status) != "cancelled")
+    return [Standing(i, t, c) for i, t, c in session.execute(stmt) if i is not None]
+
+
+def stored_standing(store: Store) -> list[Standing]:
+    """The person's standing events (see Standing)."""
     with store.session() as session:
-        return [t for _, t in _standing(session)]
+        return _standing(session)
+
+
+def calendar_leans(classifier: LayeredClassifier, standing: Iterable[Standing]) -> dict[str, str]:
+    """calendar id -> the action its standing titles lean to, for calendars that lean."""
+    titles: dict[str, set[str]] = defaultdict(set)
+    for ev in standing:
+        titles[ev.calendar_id].add(ev.title)
+    return {
+        cal: lean
+        for cal, held in sorted(titles.items())
+        if (lean := classifier.calendar_lean(held))
+    }
 
 
 def _group_mates(
-    session: Session, rows: Sequence[CalendarEvent], standing: list[tuple[int, str]]
+    session: Session, rows: Sequence[CalendarEvent], standing: list[Standing], calendars: set[str]
 ) -> list[CalendarEvent]:
-    """The standing events that share a title group with `rows` but are not among them:
-    whether a title repeats depends on its whole group (a third "Kurs" makes the first two
-    a weekly block), so they are labelled again with it."""
+    """The standing events that share a title group with `rows`, or a calendar in
+    `calendars` (whose lean changed), but are not among them: whether a title repeats
+    depends on its whole group (a third "Kurs" makes the first two a weekly block), so
+    they are labelled again with it."""
     groups = {_group_of(r.title) for r in rows}
     have = {r.id for r in rows}
-    ids = [i for i, t in standing if i not in have and _group_of(t) in groups]
+    ids = [
+        ev.id
+        for ev in standing
+        if ev.id not in have and (ev.calendar_id in calendars or _group_of(ev.title) in groups)
+    ]
     mates: list[CalendarEvent] = []
     for at in range(0, len(ids), 500):
         stmt = select(CalendarEvent).where(col(CalendarEvent.id).in_(ids[at : at + 500]))
@@ -270,9 +309,11 @@ def _group_mates(
     return mates
 
 
-def event_info(ev: CalendarEvent, settings: Settings, repeats: bool = False) -> EventInfo:
+def event_info(
+    ev: CalendarEvent, settings: Settings, repeats: bool = False, lean: str = ""
+) -> EventInfo:
     """What the classifier may look at of a stored event; `repeats`: its title recurs in
-    the calendar (see event_infos)."""
+    the calendar, `lean`: what its calendar leans to (see event_infos)."""
     return EventInfo(
         title=ev.title,
         event_type=ev.event_type,
@@ -288,6 +329,7 @@ def event_info(ev: CalendarEvent, settings: Settings, repeats: bool = False) -> 
         calendar_name=calendar_name(ev.calendar_id),
         location=ev.location,
         organized_by_me=ev.organized_by_me,
+        calendar_lean=lean,
     )
 
 
@@ -312,10 +354,14 @@ def classify_events(store: Store, settings: Settings) -> int:
     with store.session() as session:
         rows = list(session.execute(stmt).scalars())
         standing = _standing(session) if rows else []
+        leans = calendar_leans(classifier, standing) if rows else {}
         if rows and not changed:
-            rows += _group_mates(session, rows, standing)
+            before = json.loads(store.get_meta(CALENDAR_LEANS_KEY) or "{}")
+            moved = {c for c in leans.keys() | before.keys() if leans.get(c) != before.get(c)}
+            rows += _group_mates(session, rows, standing, moved)
     # Classify outside the write transaction: an LLM call may take seconds.
-    results = classifier.classify_many(event_infos(rows, settings, [t for _, t in standing]))
+    titles = [ev.title for ev in standing]
+    results = classifier.classify_many(event_infos(rows, settings, titles, leans))
     relabelled = 0
     with store.transaction() as session:
         for ev, result in zip(rows, results, strict=True):
@@ -337,5 +383,7 @@ def classify_events(store: Store, settings: Settings) -> int:
             )
         if changed:
             store.set_meta(session, CLASSIFIER_VERSION_KEY, version)
+        if rows:
+            store.set_meta(session, CALENDAR_LEANS_KEY, json.dumps(leans, sort_keys=True))
     save_llm_state(store, settings, classifier.llm)  # type: ignore[arg-type]
     return relabelled

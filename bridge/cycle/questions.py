@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from bridge.config import Settings
-from bridge.cycle.classify import build_classifier, event_infos, stored_titles
+from bridge.cycle.classify import build_classifier, calendar_leans, event_infos, stored_standing
 from bridge.learning.corrections import corrections
 from bridge.store import Store
 from bridge.store.models import CalendarEvent
@@ -45,7 +45,10 @@ def calendar_questions(
     if not rows:
         return []
     classifier = build_classifier(settings, store, use_llm=False)
-    labels = classifier.classify_many(event_infos(rows, settings, stored_titles(store)))
+    standing = stored_standing(store)
+    titles = [ev.title for ev in standing]
+    infos = event_infos(rows, settings, titles, calendar_leans(classifier, standing))
+    labels = classifier.classify_many(infos)
     occurrences = [
         Occurrence(
             ev.title,
