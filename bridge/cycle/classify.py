@@ -276,6 +276,16 @@ def stored_standing(store: Store) -> list[Standing]:
         return _standing(session)
 
 
+def _stored_leans(store: Store) -> dict[str, str]:
+    """The leans the last labelling saw; none (so every leaning calendar is labelled
+    again) when the value is missing or unreadable."""
+    try:
+        leans = json.loads(store.get_meta(CALENDAR_LEANS_KEY) or "{}")
+    except ValueError:
+        return {}
+    return {str(c): str(a) for c, a in leans.items()} if isinstance(leans, dict) else {}
+
+
 def calendar_leans(classifier: LayeredClassifier, standing: Iterable[Standing]) -> dict[str, str]:
     """calendar id -> the action its standing titles lean to, for calendars that lean."""
     titles: dict[str, set[str]] = defaultdict(set)
@@ -356,7 +366,7 @@ def classify_events(store: Store, settings: Settings) -> int:
         standing = _standing(session) if rows else []
         leans = calendar_leans(classifier, standing) if rows else {}
         if rows and not changed:
-            before = json.loads(store.get_meta(CALENDAR_LEANS_KEY) or "{}")
+            before = _stored_leans(store)
             moved = {c for c in leans.keys() | before.keys() if leans.get(c) != before.get(c)}
             rows += _group_mates(session, rows, standing, moved)
     # Classify outside the write transaction: an LLM call may take seconds.

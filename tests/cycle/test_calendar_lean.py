@@ -103,3 +103,19 @@ def test_a_calendar_that_comes_to_lean_relabels_its_older_events(store, settings
         session.add_all(_week(["Zib Zab", "Zub Zob", "Zeb Zeb"], TIMETABLE, weeks=2))
     classify_events(store, settings)
     assert _labels(store)[TIMETABLE, "Xq7 Blorp"][0] == "UNCLASSIFIED"
+
+
+def test_an_unreadable_stored_lean_relabels_rather_than_fails(store, settings):
+    from bridge.cycle.classify import CALENDAR_LEANS_KEY
+
+    for title in CLASSES[:LEAN_MIN]:
+        add_correction(store, title, "LEARN")
+    with store.transaction() as session:
+        session.add_all(_week([*CLASSES[:LEAN_MIN], "Xq7 Blorp"], TIMETABLE))
+    classify_events(store, settings)
+    with store.transaction() as session:
+        store.set_meta(session, CALENDAR_LEANS_KEY, "{not json")
+        session.add_all(_week(["Xq7 Blorp"], TIMETABLE, weeks=1))
+    classify_events(store, settings)
+    assert _labels(store)[TIMETABLE, "Xq7 Blorp"] == ("LEARN", "context")
+    assert store.get_meta(CALENDAR_LEANS_KEY) == '{"/cal/timetable.ics": "LEARN"}'
