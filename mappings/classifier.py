@@ -77,6 +77,10 @@ class Rule:
     # Keyword words that end in "*" in the file: stems that also match the inflected or
     # compounded word ("trening*" finds "treningi", "lekarz*" finds "lekarza").
     stems: frozenset[str] = frozenset()
+    # Keyword words that start with "*": compound heads that also match a longer word ending
+    # in them ("*schicht" finds "Nachtschicht"). In German, Dutch, the Nordic languages and
+    # Finnish a compound's last part says what it is: a "Fußballtraining" is a training.
+    heads: frozenset[str] = frozenset()
 
 
 # Letters that Unicode does not decompose into a base letter and an accent: folded by hand
@@ -212,6 +216,8 @@ _TOKENS = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+|[^\w\s]")
 _ASCII_TOKENS = re.compile(r"\w+|[^\w\s]")  # the same for the common ASCII title, faster
 MAX_KEYWORD_TOKENS = 6
 MIN_STEM = 3  # a shorter stem would find too many unrelated words
+MIN_HEAD = 4  # a compound head as short as "les" or "tid" ends too many unrelated words
+MIN_MODIFIER = 3  # letters a word needs before a head to be a compound ("nacht|schicht")
 
 
 def tokens(text: str) -> tuple[str, ...]:
@@ -238,11 +244,25 @@ def load_rules(path: Path | None = None) -> tuple[str, tuple[Rule, ...]]:
         except re.error as err:
             raise RulesError(f"{name}: rule {i + 1} ({action}): bad pattern: {err}") from None
         stems: set[str] = set()
+        heads: set[str] = set()
         keywords = []
         for k in raw.get("keywords", []):
             words: list[str] = []
             for word in normalize(k).split():
-                if word.endswith("*") and len(word) > 1:
+                if word.startswith("*") and len(word) > 1:
+                    word = word[1:]
+                    if len(tokens(word)) != 1 or len(word) < MIN_HEAD or word.endswith("*"):
+                        raise RulesError(
+                            f"{name}: rule {i + 1} ({action}): compound head *{word!r} must "
+                            f"be one word of at least {MIN_HEAD} letters"
+                        )
+                    heads.add(word)
+                    # Kept apart from the bare word: "*training" is what a compound ending
+                    # in "training" reads as; the word "training" alone is whatever the
+                    # rules that list it say.
+                    words.append(f"*{word}")
+                    continue
+                elif word.endswith("*") and len(word) > 1:
                     word = word[:-1]
                     if len(tokens(word)) != 1 or len(word) < MIN_STEM:
                         raise RulesError(
@@ -255,7 +275,14 @@ def load_rules(path: Path | None = None) -> tuple[str, tuple[Rule, ...]]:
         if any(len(k.split()) > MAX_KEYWORD_TOKENS for k in keywords):
             raise RulesError(f"{name}: rule {i + 1} ({action}): keyword longer than 6 words")
         rules.append(
-            Rule(action, int(raw.get("priority", 0)), tuple(keywords), regex, frozenset(stems))
+            Rule(
+                action,
+                int(raw.get("priority", 0)),
+                tuple(keywords),
+                regex,
+                frozenset(stems),
+                frozenset(heads),
+            )
         )
     rules.sort(key=lambda r: -r.priority)
     return str(data.get("version", "")), tuple(rules)
@@ -275,6 +302,7 @@ class KeywordClassifier:
         self.version, self.rules = _cached_rules(str(rules_file or ""))
         self._stems = frozenset(s for r in self.rules for s in r.stems)
         self._longest_stem = max(map(len, self._stems), default=0)
+        self._heads = frozenset(h for r in self.rules for h in r.heads)
         # One-word keywords are matched as written: "ready" stays "ready" even if "read*"
         # were a stem.
         self._single = frozenset(k for r in self.rules for k in r.keywords if " " not in k)
@@ -302,8 +330,8 @@ class KeywordClassifier:
         )
 
     def _fold(self, tok: str) -> str:
-        """The stem a title word is an inflected form of, or the word itself (cached: a
-        calendar's words are few)."""
+        """The stem a title word is an inflected form of, the head of the compound it is, or
+        the word itself (cached: a calendar's words are few)."""
         found = self._folded.get(tok)
         if found is not None:
             return found
@@ -314,6 +342,12 @@ class KeywordClassifier:
                 if tok[:n] in self._stems:
                     found = tok[:n]
                     break
+            else:
+                # The longest head wins: "kindergottesdienst" is a "*gottesdienst".
+                for n in range(MIN_MODIFIER, len(tok) - MIN_HEAD + 1):
+                    if tok[n:] in self._heads:
+                        found = f"*{tok[n:]}"
+                        break
         if len(self._folded) < 100_000:  # bounded whatever it is fed
             self._folded[tok] = found
         return found
@@ -353,7 +387,7 @@ class KeywordClassifier:
             return None
         best, hit = len(self.rules), ""
         toks = tokens(text)
-        if self._stems:
+        if self._stems or self._heads:
             folded = self._folded
             toks = tuple([folded.get(t) or self._fold(t) for t in toks])
         if self._unspaced and unspaced(text):

@@ -141,6 +141,57 @@ def test_a_stem_is_one_word_of_a_few_letters(tmp_path):
     assert KeywordClassifier(good).classify("Pływanie").action == "EXERCISE"
 
 
+def test_a_compound_head_finds_the_compounds_that_end_in_it(tmp_path):
+    rules = tmp_path / "rules.toml"
+    rules.write_text(
+        '[[rule]]\naction = "EXERCISE"\nkeywords = ["*training"]\n'
+        '[[rule]]\naction = "LEARN"\nkeywords = ["compliance training"]\n',
+        encoding="utf-8",
+    )
+    _, loaded = load_rules(rules)
+    assert loaded[0].heads == frozenset({"training"})
+    clf = KeywordClassifier(rules)
+    assert clf.classify("Fußballtraining").action == "EXERCISE"
+    assert clf.classify("Fußballtraining").rule == "*training"
+    # The bare word is not the head's: it reads as whatever rule lists the word itself.
+    assert clf.classify("Training").action == "UNCLASSIFIED"
+    assert clf.classify("Compliance training").action == "LEARN"
+    # Fewer than three letters before the head are no compound ("Retraining" is not one
+    # in these rules either way; "Xtraining" is a code).
+    assert clf.classify("Xtraining").action == "UNCLASSIFIED"
+
+
+def test_a_compound_head_is_one_word_of_a_few_letters(tmp_path):
+    bad = tmp_path / "rules.toml"
+    bad.write_text('[[rule]]\naction = "EXERCISE"\nkeywords = ["*tid"]\n', encoding="utf-8")
+    with pytest.raises(RulesError, match="compound head"):
+        load_rules(bad)
+
+
+@pytest.mark.parametrize(
+    ("title", "action"),
+    [
+        ("Nachtschicht", "ADMIN_WORK"),
+        ("Frühschicht", "ADMIN_WORK"),
+        ("Yövuoro", "ADMIN_WORK"),
+        ("Nattevakt", "ADMIN_WORK"),
+        ("Fußballtraining", "EXERCISE"),
+        ("Svømmetrening", "EXERCISE"),
+        ("Gastvorlesung", "LEARN"),
+        ("Klavierunterricht", "LEARN"),
+        # The longest head wins: a family service is worship, not a "*dienst" shift.
+        ("Familiengottesdienst", "MEDITATE"),
+        # A word that is a keyword itself keeps its own rule.
+        ("Gottesdienst", "MEDITATE"),
+        ("Klassenelternabend", "FAMILY_TIME"),
+        # English "training" with its own words stays with its own rules.
+        ("Compliance training", "LEARN"),
+    ],
+)
+def test_compounds_read_as_their_head_in_the_bundled_rules(clf, title, action):
+    assert clf.classify(title).action == action
+
+
 # Timetable lines that are mostly codes, times, rooms and names (issue 42, item 2).
 @pytest.mark.parametrize(
     ("title", "subject"),
