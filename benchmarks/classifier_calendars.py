@@ -137,8 +137,8 @@ def main() -> None:
                 continue
             gold.append(label)
             kept.append(ev)
-        titles = [ev.title for ev in rows]
-        infos = event_infos(kept, settings, titles)
+        standing = [Standing(0, ev.title, ev.calendar_id) for ev in rows]
+        infos = event_infos(kept, settings, standing)
         answers: list[Classification] = clf.classify_many(infos)
         firsts: dict[str, int] = {}
         for i, ev in enumerate(kept):
@@ -171,9 +171,8 @@ def main() -> None:
                 after = answered_classifier(
                     clf, [given[key] for key in sorted(asked)], args.retrain
                 )
-                standing = [Standing(0, ev.title, ev.calendar_id) for ev in rows]
                 leans = calendar_leans(after, standing)
-                again = event_infos([kept[i] for i in timed], settings, titles, leans)
+                again = event_infos([kept[i] for i in timed], settings, standing, leans)
                 now = list(answers)
                 for i, lab in zip(timed, after.classify_many(again), strict=True):
                     now[i] = lab

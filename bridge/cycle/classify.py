@@ -234,14 +234,13 @@ _group_of = lru_cache(maxsize=16_384)(group_key)
 def event_infos(
     rows: Sequence[CalendarEvent],
     settings: Settings,
-    titles: Iterable[str] | None = None,
+    standing: Iterable[Standing] | None = None,
     leans: Mapping[str, str] | None = None,
 ) -> list[EventInfo]:
     """What the classifier may look at of each stored event, with how often its title
-    recurs among `titles` (the person's stored titles; by default the rows' own) and what
-    its calendar leans to (`calendar_leans`)."""
-    if titles is None:
-        titles = [r.title for r in rows]
+    recurs among the `standing` events (by default the rows themselves) and what its
+    calendar leans to (`calendar_leans`)."""
+    titles = (ev.title for ev in (rows if standing is None else standing))
     seen = Counter(_group_of(t) for t in titles)
     leans = leans or {}
     return [
@@ -370,8 +369,7 @@ def classify_events(store: Store, settings: Settings) -> int:
             moved = {c for c in leans.keys() | before.keys() if leans.get(c) != before.get(c)}
             rows += _group_mates(session, rows, standing, moved)
     # Classify outside the write transaction: an LLM call may take seconds.
-    titles = [ev.title for ev in standing]
-    results = classifier.classify_many(event_infos(rows, settings, titles, leans))
+    results = classifier.classify_many(event_infos(rows, settings, standing, leans))
     relabelled = 0
     with store.transaction() as session:
         for ev, result in zip(rows, results, strict=True):

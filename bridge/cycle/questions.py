@@ -46,8 +46,7 @@ def calendar_questions(
         return []
     classifier = build_classifier(settings, store, use_llm=False)
     standing = stored_standing(store)
-    titles = [ev.title for ev in standing]
-    infos = event_infos(rows, settings, titles, calendar_leans(classifier, standing))
+    infos = event_infos(rows, settings, standing, calendar_leans(classifier, standing))
     labels = classifier.classify_many(infos)
     occurrences = [
         Occurrence(

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
-from bridge.cycle.classify import REPEATS, classify_events, event_infos
+from bridge.cycle.classify import REPEATS, Standing, classify_events, event_infos
 from bridge.store.models import CalendarEvent
 from tests.helpers import calendar_event
 
@@ -29,8 +29,10 @@ def test_a_title_met_often_enough_is_read_as_recurring(settings):
     weekly, twice, series = _rows()
     infos = event_infos([*weekly, *twice, *series], settings)
     assert [i.recurring for i in infos] == [True] * REPEATS + [False, False, True]
-    # Counted among the titles given (the person's stored ones), not only the rows asked.
-    assert event_infos(weekly[:1], settings, [e.title for e in weekly])[0].recurring
+    # Counted among the standing events given (the person's stored ones), not only the
+    # rows asked.
+    standing = [Standing(n, e.title, e.calendar_id) for n, e in enumerate(weekly)]
+    assert event_infos(weekly[:1], settings, standing)[0].recurring
     assert not event_infos(weekly[:1], settings)[0].recurring
 
 
