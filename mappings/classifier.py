@@ -97,9 +97,11 @@ def normalize(title: str) -> str:
     return " ".join(text.split())
 
 
-# Scripts written without spaces between words (Japanese, Chinese): a keyword in them is
-# looked for anywhere in the title, not word by word.
-_CJK = "\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff"
+# Scripts written without spaces between words (Japanese, Chinese), and Korean, which joins
+# particles and compounds to its words ("병원에", "영어수업"): a keyword in them is looked
+# for anywhere in the title, not word by word. Korean is matched as the letters (jamo)
+# that normalizing splits its syllables into.
+_CJK = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _UNSPACED = re.compile(f"[{_CJK}]")
 
 

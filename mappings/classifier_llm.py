@@ -87,6 +87,8 @@ def title_language(title: str) -> str:
     """A guess at the title's language from its script, letters and short words; "" when
     the title does not say (most short titles)."""
     if unspaced(title):
+        if any("\uac00" <= ch <= "\ud7af" or "\u3130" <= ch <= "\u318f" for ch in title):
+            return "Korean"
         return "Japanese" if any("\u3040" <= ch <= "\u30ff" for ch in title) else "Chinese"
     low = title.casefold()
     if any("\u0400" <= ch <= "\u04ff" for ch in low):

@@ -99,6 +99,62 @@ CASES = {
         ("Consulta médica", "ADMIN_WORK"),
         ("Aula cancelada", "NOT_AN_ACTION"),
     ],
+    "zh": [
+        ("高等数学", "LEARN"),  # a timetable's course name
+        ("组会", "ADMIN_WORK"),
+        ("去医院看病", "ADMIN_WORK"),
+        ("健身房跑步", "EXERCISE"),
+        ("和朋友聚餐", "SOCIALIZE"),
+        ("妈妈生日", "NOT_AN_ACTION"),
+        ("生日聚会", "SOCIALIZE"),
+        ("看电影", "BINGE_WATCH"),
+        ("午睡", "SLEEP"),
+    ],
+    "ko": [
+        ("영어수업", "LEARN"),  # compounded without a space
+        ("팀 회의", "ADMIN_WORK"),
+        ("병원에", "ADMIN_WORK"),  # a particle joined to the word
+        ("헬스장 운동", "EXERCISE"),
+        ("친구랑 약속", "SOCIALIZE"),
+        ("엄마 생일", "NOT_AN_ACTION"),
+        ("주일 예배", "MEDITATE"),
+    ],
+    "uk": [
+        ("Лекція з фізики", "LEARN"),
+        ("Тренування", "EXERCISE"),
+        ("Нарада відділу", "ADMIN_WORK"),
+        ("До лікаря", "ADMIN_WORK"),
+        ("День народження Олі", "NOT_AN_ACTION"),
+    ],
+    "sk": [
+        ("Cvičenie z matematiky", "LEARN"),
+        ("Skúška", "LEARN"),
+        ("Plávanie", "EXERCISE"),
+        ("Upratovanie", "ADMIN_WORK"),
+        ("Omša", "MEDITATE"),
+    ],
+    "hu": [
+        ("Előadás: analízis", "LEARN"),
+        ("Vizsgára készülés", "LEARN"),
+        ("Orvosi vizsgálat", "ADMIN_WORK"),  # an examination at the doctor's, not a test
+        ("Edzés", "EXERCISE"),
+        ("Fodrász", "ME_TIME"),
+        ("Születésnap", "NOT_AN_ACTION"),
+    ],
+    "ro": [
+        ("Ședință de proiect", "ADMIN_WORK"),
+        ("Antrenament", "EXERCISE"),
+        ("Curs de engleză", "LEARN"),
+        ("Cumpărături", "ADMIN_WORK"),
+        ("Zi de naștere Ana", "NOT_AN_ACTION"),
+    ],
+    "el": [
+        ("Μάθημα αγγλικών", "LEARN"),
+        ("Συνάντηση ομάδας", "ADMIN_WORK"),
+        ("Γυμναστήριο", "EXERCISE"),
+        ("Γενέθλια Μαρίας", "NOT_AN_ACTION"),
+        ("Θεία Λειτουργία", "MEDITATE"),
+    ],
 }
 
 
@@ -127,6 +183,8 @@ def test_a_stem_does_not_swallow_words_of_other_languages(clf):
     assert clf.classify("Palestra").action == "EXERCISE"  # Italian gym, not a BR talk
     assert clf.classify("Graduation ceremony").action != "DEEP_WORK"  # Finnish "gradu"
     assert clf.classify("Lunch with Aileen").action == "SOCIALIZE"  # Turkish "aile", family
+    assert clf.classify("Mise à jour du serveur").action != "MEDITATE"  # Hungarian "mise"
+    assert clf.classify("Bulimia awareness talk").action != "SOCIALIZE"  # Hungarian "buli"
 
 
 def test_a_stem_is_one_word_of_a_few_letters(tmp_path):
