@@ -243,6 +243,8 @@ def test_the_budget_starts_again_the_next_day(settings, store):
     [
         ("Zebranie w przedszkolu", "Polish"),
         ("定例ミーティング", "Japanese"),
+        ("팀 회의", "Korean"),
+        ("组会", "Chinese"),
         ("Schůzka týmu", "Czech"),
         ("Toplantı", "Turkish"),
         ("Dinner with the team", "English"),
