@@ -250,6 +250,30 @@ def test_compounds_read_as_their_head_in_the_bundled_rules(clf, title, action):
     assert clf.classify(title).action == action
 
 
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Fyzika",
+        "Kimya",
+        "Datenbanken",
+        "Betriebswirtschaftslehre",
+        "Statistika II",
+        "Engelska",
+        "Análisis matemático",
+        "线性代数",
+    ],
+)
+def test_a_course_name_reads_as_a_class(clf, title):
+    assert clf.classify(title).action == "LEARN"
+
+
+def test_a_course_name_gives_way_to_what_the_title_says_it_is(clf):
+    assert clf.classify("Fyzika zrušena").action == "NOT_AN_ACTION"
+    assert clf.classify("Statistik-Klausur").action == "LEARN"
+    # A subject the model reads well in its own language is left to it.
+    assert clf.match_title("English breakfast with Anna") is None
+
+
 # Timetable lines that are mostly codes, times, rooms and names (issue 42, item 2).
 @pytest.mark.parametrize(
     ("title", "subject"),
