@@ -14,6 +14,12 @@ file's last written start, and answers the questions with the labels of DIR:
     DIR/labels.tsv               source, title, label: every distinct title of each file,
                                  labelled by benchmarks/data/real_calendars/RUBRIC.md
     DIR/SOURCES.md               where each file comes from
+    DIR/names.tsv                (optional) source, the file name its owner gave it
+
+The daemon reads a calendar's file name as the name the person gave it ("Kurse.ics",
+"dienstplan.ics": `mappings.classifier.calendar_name`), and a holiday calendar by it. The
+files of DIR are named by whoever labelled them, after what they hold ("xx-club-shifts"),
+so a file is read under its owner's file name from names.tsv, or under no name at all.
 
 Real calendars come from other public repositories, so DIR lives outside this repository
 and is never committed. Per source it prints the zero-question accuracy and abstention on
@@ -70,8 +76,22 @@ def read_labels(path: Path) -> dict[tuple[str, str], str]:
     return out
 
 
-def events_of(path: Path, days: int, settings: Settings) -> list[CalendarEvent]:
-    """The file's held events over `days` up to its last written start, as stored rows."""
+def read_names(path: Path) -> dict[str, str]:
+    """source -> the file name its owner gave the calendar (names.tsv, if there is one)."""
+    if not path.is_file():
+        return {}
+    out = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        cells = line.split("\t")
+        if len(cells) != 2 or not cells[1].strip():
+            raise SystemExit(f"{path}:{n}: want source, file name")
+        out[cells[0].strip()] = cells[1].strip()
+    return out
+
+
+def events_of(path: Path, days: int, settings: Settings, name: str = "") -> list[CalendarEvent]:
+    """The file's held events over `days` up to its last written start, as stored rows,
+    under the calendar id `/calendars/<name>` (an id that names nothing without one)."""
     data = path.read_bytes()
     starts = _START.findall(data)
     if not starts:
@@ -81,7 +101,8 @@ def events_of(path: Path, days: int, settings: Settings) -> list[CalendarEvent]:
         tz=settings.tz, now=last + timedelta(days=1), past_days=days + 1, future_days=0
     )
     rows = []
-    for rec in ics.read(path, ctx):
+    calendar_id = f"/calendars/{name or '0'}"
+    for rec in ics.records_from_bytes(data, calendar_id, ctx, str(path)):
         if isinstance(rec, EventRecord) and rec.status != "cancelled" and rec.title:
             rows.append(CalendarEvent(**rec.row("ics", ctx.now)))
     return rows
@@ -110,6 +131,7 @@ def main() -> None:
     if not files or not (args.dir / "labels.tsv").is_file():
         raise SystemExit(f"classifier_calendars: {args.dir} has no calendars/*.ics or labels.tsv")
     labels = read_labels(args.dir / "labels.tsv")
+    names = read_names(args.dir / "names.tsv")
     settings = Settings(timezone="UTC")
     clf = default_classifier()
     print(f"{len(files)} calendars, the {args.days} days up to each file's last written start")
@@ -127,7 +149,7 @@ def main() -> None:
         source = path.stem
         if args.source and source not in args.source:
             continue
-        rows = events_of(path, args.days, settings)
+        rows = events_of(path, args.days, settings, names.get(source, ""))
         gold = []
         kept = []
         for ev in rows:

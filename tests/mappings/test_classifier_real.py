@@ -982,3 +982,30 @@ def test_whole_calendars_score_every_recurrence_and_the_questions(tmp_path, caps
     labels.write_text("source\ttitle\tlabel\nxx-me\tGym\tGYMNASTICS\n", encoding="utf-8")
     with pytest.raises(SystemExit, match=r"labels.tsv:2: want source, title and one of"):
         classifier_calendars.main()
+
+
+def test_whole_calendars_are_read_under_their_owners_file_name(tmp_path, capsys, monkeypatch):
+    """A file named by its labeller after what it holds must not tell the classifier: it is
+    read under the name from names.tsv (the owner's), or under none."""
+    from benchmarks import classifier_calendars
+
+    cal = tmp_path / "calendars"
+    cal.mkdir()
+    (cal / "xx-gym-plan.ics").write_text(
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//rb test//EN\r\n"
+        "BEGIN:VEVENT\r\nUID:a\r\nDTSTART:20260105T170000Z\r\nDTEND:20260105T180000Z\r\n"
+        "SUMMARY:Zorblax\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "labels.tsv").write_text(
+        "source\ttitle\tlabel\nxx-gym-plan\tZorblax\tEXERCISE\n", encoding="utf-8"
+    )
+    monkeypatch.setattr("sys.argv", ["classifier_calendars", str(tmp_path)])
+    classifier_calendars.main()
+    assert "| xx-gym-plan | 1 | 1 | 0.00 | 100% |" in capsys.readouterr().out
+    (tmp_path / "names.tsv").write_text("xx-gym-plan\tFitness.ics\n", encoding="utf-8")
+    classifier_calendars.main()
+    assert "| xx-gym-plan | 1 | 1 | 1.00 | 0% |" in capsys.readouterr().out
+    (tmp_path / "names.tsv").write_text("xx-gym-plan\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"names.tsv:1: want source, file name"):
+        classifier_calendars.main()
