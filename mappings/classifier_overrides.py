@@ -30,9 +30,15 @@ def title_pattern(title: str) -> str:
 def group_key(title: str) -> str:
     """The key of a title's group of near-duplicates: recurrences and retyped copies of
     one event ("Trening", "Trening 18:00", "trening") share it; a different word does not
-    ("Trening odwołany"). Times go, other numbers fold to "#", punctuation to spaces."""
-    text = _DIGITS.sub("#", strip_times(normalize(title)))
-    return " ".join(_NOT_WORD.sub(" ", text).split())[:MAX_KEY]
+    ("Trening odwołany"). Times go, other numbers fold to "#", punctuation to spaces.
+
+    A title that is nothing but a time ("06:00-14:00", "7h-15h": a shift of a roster) is
+    its own group, times kept: an empty key would be no group, never asked about."""
+    text = normalize(title)
+    key = " ".join(_NOT_WORD.sub(" ", _DIGITS.sub("#", strip_times(text))).split())
+    if not key:
+        key = " ".join(_NOT_WORD.sub(" ", text).split()) or text
+    return key[:MAX_KEY]
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,11 +45,12 @@ def test_a_calendar_leans_only_when_the_answers_clearly_say_so():
 
 def test_the_lean_fills_in_only_what_nothing_else_knows_well():
     clf = default_classifier()
-    lean = [EventInfo(title=t, calendar_lean="LEARN") for t in ("Xq7 Blorp", "Gym", "Biology lab")]
+    titles = ("Xq7 Blorp", "Gym", "Kindergarten")
+    lean = [EventInfo(title=t, calendar_lean="LEARN") for t in titles]
     unknown, ruled, sure_model = clf.classify_many(lean)
     assert (unknown.action, unknown.layer) == ("LEARN", "context")
     assert (ruled.action, ruled.layer) == ("EXERCISE", "rules")
-    assert sure_model.layer == "model"
+    assert (sure_model.action, sure_model.layer) == ("FAMILY_TIME", "model")
     # Without a lean the unknown title stays unknown.
     assert clf.classify(EventInfo(title="Xq7 Blorp")).action == "UNCLASSIFIED"
 

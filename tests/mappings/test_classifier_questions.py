@@ -15,6 +15,18 @@ def test_near_duplicates_share_a_group_but_another_word_does_not():
     assert group_key("Basen") != group_key("Trening")
 
 
+def test_a_title_that_is_only_a_time_is_a_group_of_its_own():
+    # A roster's shifts are often titled by their hours alone: each is a group, asked and
+    # answered like any other (before, their key was empty, so never asked about).
+    assert group_key("06:00-14:00") == group_key("06:00 - 14:00") != ""
+    assert group_key("06:00-14:00") != group_key("14:00-22:00")
+    assert group_key("7h-15h") not in ("", group_key("Trening 7h-15h"))
+    shifts = [_occ("06:00-14:00", 480) for _ in range(5)] + [_occ("Qux", 30)]
+    assert [q.title for q in questions(shifts, 2)] == ["06:00-14:00", "Qux"]
+    answered = Overrides([Correction("#:#-#:#", "ADMIN_WORK", "06:00-14:00")])
+    assert answered.match("06:00 - 14:00").action == "ADMIN_WORK"
+
+
 def _occ(title, minutes=60.0, action="UNCLASSIFIED", confidence=0.0, layer="none"):
     return Occurrence(title, minutes, action, confidence, layer)
 
