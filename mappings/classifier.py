@@ -101,7 +101,8 @@ def normalize(title: str) -> str:
 # particles and compounds to its words ("병원에", "영어수업"): a keyword in them is looked
 # for anywhere in the title, not word by word. Korean is matched as the letters (jamo)
 # that normalizing splits its syllables into.
-_CJK = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff"
+HANGUL = "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
+_CJK = f"\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff{HANGUL}"
 _UNSPACED = re.compile(f"[{_CJK}]")
 
 
@@ -264,7 +265,7 @@ def load_rules(path: Path | None = None) -> tuple[str, tuple[Rule, ...]]:
                     # rules that list it say.
                     words.append(f"*{word}")
                     continue
-                elif word.endswith("*") and len(word) > 1:
+                if word.endswith("*") and len(word) > 1:
                     word = word[:-1]
                     if len(tokens(word)) != 1 or len(word) < MIN_STEM:
                         raise RulesError(

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import calendar
 import json
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mappings.actions import ACTIONS, NOT_AN_ACTION, UNCLASSIFIED
-from mappings.classifier import EventInfo, normalize, tokens, unspaced
+from mappings.classifier import HANGUL, EventInfo, normalize, tokens, unspaced
 from mappings.classifier_overrides import group_key
 
 Api = Literal["ollama", "openai"]
@@ -87,7 +88,7 @@ def title_language(title: str) -> str:
     """A guess at the title's language from its script, letters and short words; "" when
     the title does not say (most short titles)."""
     if unspaced(title):
-        if any("\uac00" <= ch <= "\ud7af" or "\u3130" <= ch <= "\u318f" for ch in title):
+        if re.search(f"[{HANGUL}]", title):
             return "Korean"
         return "Japanese" if any("\u3040" <= ch <= "\u30ff" for ch in title) else "Chinese"
     low = title.casefold()
