@@ -185,6 +185,7 @@ def test_a_stem_does_not_swallow_words_of_other_languages(clf):
     assert clf.classify("Lunch with Aileen").action == "SOCIALIZE"  # Turkish "aile", family
     assert clf.classify("Mise à jour du serveur").action != "MEDITATE"  # Hungarian "mise"
     assert clf.classify("Bulimia awareness talk").action != "SOCIALIZE"  # Hungarian "buli"
+    assert clf.classify("大学祭").action != "LEARN"  # a university's festival, not a course
 
 
 def test_a_stem_is_one_word_of_a_few_letters(tmp_path):
