@@ -338,8 +338,15 @@ class TransferRunner:
         known = np.isfinite(meters) & np.array([observation.get(k) is not None for k in METERS])
         meters = np.where(known, meters, 0.5)
         shortfall = (np.maximum(0.0, SAFE - (meters + expected_delta)) * known).sum(1)
-        # What an answer would teach: the logit's spread, where the answer is uncertain.
-        gain = 0.5 * np.log1p(var * p * (1.0 - p))
+        # What an answer would teach: the logit's spread, where the answer is uncertain;
+        # and, if accepted, what the meters' change would say of the profile (most of the
+        # evidence: a linear-Gaussian reading, so its information is exact).
+        h = np.einsum("amkd,d->amk", m.delta, d)  # (A, M, 3)
+        w = m.delta_weight / m.delta_sd**2  # (A, M)
+        sigma = learner.cov[:N_PROFILE, :N_PROFILE]
+        fisher = np.einsum("amk,am,aml->akl", h, w, h)
+        _, logdet = np.linalg.slogdet(np.eye(N_PROFILE) + fisher @ sigma)
+        gain = 0.5 * np.log1p(var * p * (1.0 - p)) + p * 0.5 * logdet
         weight = PROBE * max(0.0, 1.0 - self.answers / PROBE_HORIZON)
         score = p + weight * gain - GUARD * shortfall
         allowed = set(available_actions(observation))

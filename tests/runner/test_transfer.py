@@ -130,3 +130,21 @@ def test_a_broken_artifact_is_one_clear_error(tmp_path):
     np.savez(bad, alpha=np.zeros(3))
     with pytest.raises(InputError, match="not a transfer model"):
         TransferModel(bad)
+
+
+def test_probing_values_what_an_accepted_actions_meter_change_would_say():
+    """Early on, among actions equally likely to be accepted and equally uncertain, the
+    one whose meter change would say most about the profile is recommended first."""
+    from bridge.runner.transfer import N_LATENT
+
+    m = TransferModel(default_model_path())
+    m.alpha[:] = 0.0
+    m.beta[:] = 0.0
+    m.gamma[:] = 0.0
+    m.prior_mean[:] = 0.0
+    m.prior_cov = np.eye(N_LATENT) * 0.5
+    m.delta[:] = 0.0
+    m.delta[SOCIAL, METERS.index("vitality"), 0, :] = 1.0  # its vitality change reads S
+    rec = TransferRunner(m).recommend(OBS, [])
+    assert rec.action == "SOCIALIZE"
+    assert len(set(rec.extra["accept"].values())) == 1  # no other reason to pick it
