@@ -52,8 +52,10 @@ RECENT = 4
 DELTA_SCALE = 10.0  # a meter change of 0.1 is a feature of 1
 SAFE = 0.2
 GUARD = 10.0
-PROBE = 0.3
-PROBE_HORIZON = 12
+# How much the early answers trade a likely yes for what an answer would teach, and for
+# how many answers: chosen on the prior's own people (200-279), never on a family.
+PROBE = 1.0
+PROBE_HORIZON = 20
 EDGE = 0.005  # a meter this close to 0 or 1 was clipped: its change says little
 FORGET = 0.98  # an answer counts this much less per later item: people change
 ACTION_INDEX = {name: i for i, name in enumerate(ACTIONS)}
