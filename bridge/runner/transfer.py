@@ -334,16 +334,14 @@ class TransferRunner:
         d = delta_context(int(slot) % 4 if math.isfinite(slot) else 0)
         meters = meters_of(observation)
         profile = learner.mean[:N_PROFILE]
-        expected_delta = np.einsum("amd,d->am", m.gamma, d) + np.einsum(
-            "amkd,d,k->am", m.delta, d, profile
-        )
+        h = np.einsum("amkd,d->amk", m.delta, d)  # (A, M, 3): how a change reads the profile
+        expected_delta = np.einsum("amd,d->am", m.gamma, d) + h @ profile
         known = np.isfinite(meters) & np.array([observation.get(k) is not None for k in METERS])
         meters = np.where(known, meters, 0.5)
         shortfall = (np.maximum(0.0, SAFE - (meters + expected_delta)) * known).sum(1)
         # What an answer would teach: the logit's spread, where the answer is uncertain;
         # and, if accepted, what the meters' change would say of the profile (most of the
         # evidence: a linear-Gaussian reading, so its information is exact).
-        h = np.einsum("amkd,d->amk", m.delta, d)  # (A, M, 3)
         w = m.delta_weight / m.delta_sd**2  # (A, M)
         sigma = learner.cov[:N_PROFILE, :N_PROFILE]
         fisher = np.einsum("amk,am,aml->akl", h, w, h)
